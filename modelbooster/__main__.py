@@ -1,0 +1,5 @@
+import sys
+
+from modelbooster.cli import main
+
+sys.exit(main())
