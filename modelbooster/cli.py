@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _load(module: str) -> _Command:
-    loaded: _Command = importlib.import_module(module)  # type: ignore[assignment]
+    loaded: _Command = importlib.import_module(module)
     return loaded
 
 

@@ -1,0 +1,94 @@
+"""Field errors and the denial message format shared by the webhook, the reconciler and the CLI.
+
+The text follows Kubernetes apimachinery's field-error rendering, which Kthena's webhook used
+(kthena-v0.1.0-facts §3.2): `<path>: Invalid value: <value>: <detail>`, `<path>: Required value: <detail>`,
+`<path>: Forbidden: <detail>`, and the denial is `validation failed:` followed by one `  - ` line per error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+ErrorType = Literal["Invalid", "Required", "Forbidden", "Internal", "NotSupported", "Duplicate", "TooMany", "TooLong"]
+
+DENIAL_HEADER = "validation failed:"
+
+# How each error type is introduced in the message, and the StatusCause reason clients read.
+_TYPE_TEXT: dict[str, str] = {
+    "Invalid": "Invalid value",
+    "Required": "Required value",
+    "Forbidden": "Forbidden",
+    "Internal": "Internal error",
+    "NotSupported": "Unsupported value",
+    "Duplicate": "Duplicate value",
+    "TooMany": "Too many",
+    "TooLong": "Too long",
+}
+_CAUSE_REASON: dict[str, str] = {
+    "Invalid": "FieldValueInvalid",
+    "Required": "FieldValueRequired",
+    "Forbidden": "FieldValueForbidden",
+    "Internal": "InternalError",
+    "NotSupported": "FieldValueNotSupported",
+    "Duplicate": "FieldValueDuplicate",
+    "TooMany": "FieldValueTooMany",
+    "TooLong": "FieldValueTooLong",
+}
+# Types whose rendering carries the offending value, as apimachinery does.
+_WITH_VALUE = frozenset({"Invalid", "NotSupported", "Duplicate"})
+
+
+def render_value(value: object) -> str:
+    """Render a bad value the way Go's field errors do: numbers plain, strings quoted, the rest as JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: str
+    type: ErrorType
+    detail: str
+    value: object = field(default=None)
+
+    def render(self) -> str:
+        head = f"{self.path}: {_TYPE_TEXT[self.type]}"
+        if self.type in _WITH_VALUE:
+            head = f"{head}: {render_value(self.value)}"
+        return f"{head}: {self.detail}" if self.detail else head
+
+    @property
+    def cause_reason(self) -> str:
+        return _CAUSE_REASON[self.type]
+
+
+def invalid(path: str, value: object, detail: str) -> FieldError:
+    return FieldError(path=path, type="Invalid", value=value, detail=detail)
+
+
+def required(path: str, detail: str) -> FieldError:
+    return FieldError(path=path, type="Required", detail=detail)
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError(path=path, type="Forbidden", detail=detail)
+
+
+def format_denial(errors: Sequence[FieldError]) -> str:
+    """The one message a user sees, e.g. from `kubectl apply`."""
+    return "\n".join([DENIAL_HEADER, *(f"  - {error.render()}" for error in errors)])

@@ -1,0 +1,29 @@
+"""Names of the children a ModelBooster owns (kthena-v0.1.0-facts §4.1)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from shared.constants import DNS1123_LABEL_MAX_LENGTH, DNS1123_LABEL_PATTERN
+
+_DNS1123_LABEL = re.compile(DNS1123_LABEL_PATTERN)
+
+
+def backend_resource_name(model: str, backend: str) -> str:
+    """ModelServing, ModelServer and backend-level autoscaling objects: `<model>-<backend>`."""
+    return f"{model}-{backend}" if backend else model
+
+
+def route_name(model: str) -> str:
+    """The one ModelRoute, and the model-level AutoscalingPolicy and Binding: `<model>`."""
+    return model
+
+
+def is_dns1123_label(value: str) -> bool:
+    return len(value) <= DNS1123_LABEL_MAX_LENGTH and _DNS1123_LABEL.match(value) is not None
+
+
+def model_download_dir_name(uri: str) -> str:
+    """The directory a URI is downloaded into: `/` + lowercase hex MD5 of the whole URI."""
+    return "/" + hashlib.md5(uri.encode("utf-8"), usedforsecurity=False).hexdigest()
