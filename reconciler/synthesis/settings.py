@@ -1,0 +1,43 @@
+"""Controller settings that shape the children but are not part of any ModelBooster (DECISIONS §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# The images Kthena's chart configures (kthena-v0.1.0-facts §5.1); the controller's own fallbacks
+# (`kthena/runtime:latest`, `kthena/downloader:latest`) name images nobody publishes.
+DEFAULT_RUNTIME_IMAGE = "ghcr.io/volcano-sh/runtime:latest"
+DEFAULT_DOWNLOADER_IMAGE = "ghcr.io/volcano-sh/downloader:latest"
+
+
+def _config_map_ref(name: str, key: str) -> dict[str, Any]:
+    return {"name": key, "valueFrom": {"configMapKeyRef": {"name": name, "key": key, "optional": True}}}
+
+
+# Appended to every engine and runtime container after the backend's own env (kthena-v0.1.0-facts §4.2).
+# POD_NAME and NAMESPACE are not here: the runtime's `--pod $(POD_NAME).$(NAMESPACE)` needs them, so they are
+# not a setting.
+DEFAULT_ENGINE_ENV: tuple[Mapping[str, Any], ...] = (
+    {"name": "VLLM_USE_V1", "value": "1"},
+    _config_map_ref("redis-config", "REDIS_HOST"),
+    _config_map_ref("redis-config", "REDIS_PORT"),
+    {
+        "name": "REDIS_PASSWORD",
+        "valueFrom": {"secretKeyRef": {"name": "redis-secret", "key": "REDIS_PASSWORD", "optional": True}},
+    },
+)
+
+
+@dataclass(frozen=True)
+class SynthesisSettings:
+    """Images and the default engine env; the chart's values reach the reconciler through these.
+
+    `engine_env` entries are core/v1 EnvVar objects in wire form. They are copied into every object built,
+    never shared, so callers may keep one settings object for the life of the process.
+    """
+
+    runtime_image: str = DEFAULT_RUNTIME_IMAGE
+    downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
+    engine_env: tuple[Mapping[str, Any], ...] = field(default=DEFAULT_ENGINE_ENV)
