@@ -1,0 +1,188 @@
+{{/*
+Names. The prefix is capped at 40 characters so that the longest suffix ("-reconciler-metrics", 19) still
+fits the 63-character limit of Service names and label values.
+*/}}
+{{- define "modelbooster.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "modelbooster.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "modelbooster.webhook.fullname" -}}
+{{- printf "%s-webhook" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{- define "modelbooster.reconciler.fullname" -}}
+{{- printf "%s-reconciler" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{/* The Secret the webhook pods mount: kubernetes.io/tls with tls.crt, tls.key, ca.crt. */}}
+{{- define "modelbooster.webhook.tlsSecretName" -}}
+{{- printf "%s-webhook-tls" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{/* The CA Secret only the reconciler reads (self-signed mode): ca.crt, ca.key. */}}
+{{- define "modelbooster.webhook.caSecretName" -}}
+{{- printf "%s-webhook-ca" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{- define "modelbooster.certificateName" -}}
+{{- printf "%s-webhook" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{- define "modelbooster.issuerName" -}}
+{{- printf "%s-selfsigned" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{- define "modelbooster.caCertificateName" -}}
+{{- printf "%s-ca" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{- define "modelbooster.caIssuerName" -}}
+{{- printf "%s-ca" (include "modelbooster.fullname" .) -}}
+{{- end -}}
+
+{{/* Both webhook configurations are cluster-scoped and share this name. */}}
+{{- define "modelbooster.webhookConfigurationName" -}}
+{{- include "modelbooster.fullname" . -}}
+{{- end -}}
+
+{{- define "modelbooster.leaseName" -}}
+{{- default (include "modelbooster.reconciler.fullname" .) .Values.reconciler.leaderElection.leaseName -}}
+{{- end -}}
+
+{{- define "modelbooster.reconciler.configMapName" -}}
+{{- include "modelbooster.reconciler.fullname" . -}}
+{{- end -}}
+
+{{- define "modelbooster.webhook.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "modelbooster.webhook.fullname" .) .Values.serviceAccount.webhookName -}}
+{{- else -}}
+{{- required "serviceAccount.webhookName is required when serviceAccount.create is false" .Values.serviceAccount.webhookName -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "modelbooster.reconciler.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "modelbooster.reconciler.fullname" .) .Values.serviceAccount.reconcilerName -}}
+{{- else -}}
+{{- required "serviceAccount.reconcilerName is required when serviceAccount.create is false" .Values.serviceAccount.reconcilerName -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels. */}}
+{{- define "modelbooster.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "modelbooster.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "modelbooster.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "modelbooster.labels" -}}
+helm.sh/chart: {{ include "modelbooster.chart" . }}
+{{ include "modelbooster.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: modelbooster
+{{- end -}}
+
+{{/* Selector labels of one process; call with (dict "ctx" $ "component" "webhook"). */}}
+{{- define "modelbooster.componentSelectorLabels" -}}
+{{ include "modelbooster.selectorLabels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "modelbooster.componentLabels" -}}
+{{ include "modelbooster.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "modelbooster.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Namespaces whose ModelBoosters the webhooks see. The release namespace is excluded because a webhook must
+never gate objects next to its own pods, and kube-system for the same reason as every admission webhook.
+*/}}
+{{- define "modelbooster.webhook.namespaceSelector" -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values:
+      - {{ .Release.Namespace }}
+      - kube-system
+{{- with .Values.reconciler.watchNamespaces }}
+  - key: kubernetes.io/metadata.name
+    operator: In
+    values:
+      {{- toYaml . | nindent 6 }}
+{{- end }}
+{{- with .Values.webhook.namespaceSelectorExpressions }}
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Consistency checks that the schema cannot express; each message names the values to change. */}}
+{{- define "modelbooster.validate" -}}
+{{- if and (gt (int .Values.reconciler.replicas) 1) (not .Values.reconciler.leaderElection.enabled) -}}
+{{- fail "reconciler.replicas > 1 needs reconciler.leaderElection.enabled=true: without a leader every replica would write" -}}
+{{- end -}}
+{{- if and .Values.webhook.enabled (has .Release.Namespace .Values.reconciler.watchNamespaces) -}}
+{{- fail (printf "reconciler.watchNamespaces contains the release namespace %q, which the webhooks exclude; install the chart in another namespace or disable the webhook" .Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Non-empty when the reconciler owns the webhook certificate (webhook on, cert-manager off). */}}
+{{- define "modelbooster.selfSignedCerts" -}}
+{{- if and .Values.webhook.enabled (not .Values.certManager.enabled) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The reconciler's rules on ModelBoosters, their children and the Inferno kinds. */}}
+{{- define "modelbooster.reconciler.workloadRules" -}}
+- apiGroups: ["workload.serving.volcano.sh"]
+  resources: ["modelboosters"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["workload.serving.volcano.sh"]
+  resources: ["modelboosters/status"]
+  verbs: ["patch", "update"]
+- apiGroups: ["workload.serving.volcano.sh"]
+  resources: ["modelservings", "autoscalingpolicies", "autoscalingpolicybindings"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["networking.serving.volcano.sh"]
+  resources: ["modelservers", "modelroutes"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["inferno.platform.ai"]
+  resources: ["accelerators", "models", "serviceclasses", "capacities"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["inferno.platform.ai"]
+  resources: ["servers", "optimizers"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+- apiGroups: ["inferno.platform.ai"]
+  resources: ["optimizers/status"]
+  verbs: ["patch", "update"]
+{{- end -}}

@@ -1,0 +1,34 @@
+"""Named values sets: the defaults and each switch of the chart, alone and together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "cert-manager": {"certManager": {"enabled": True}},
+    "cert-manager-existing-issuer": {
+        "certManager": {
+            "enabled": True,
+            "issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"},
+        }
+    },
+    "no-child-crds": {"crds": {"installChildCRDs": False}},
+    "service-monitor": {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}}},
+    "webhook-disabled": {"webhook": {"enabled": False}},
+    "webhook-tuned": {"webhook": {"failurePolicy": "Ignore", "timeoutSeconds": 12, "tlsMinVersion": "1.3"}},
+    "namespaces": {"reconciler": {"watchNamespaces": ["team-a", "team-b"]}},
+    "high-availability": {"webhook": {"replicas": 3}, "reconciler": {"replicas": 2}},
+    "existing-service-accounts": {
+        "serviceAccount": {"create": False, "webhookName": "wh-sa", "reconcilerName": "rc-sa"},
+    },
+    "everything": {
+        "certManager": {"enabled": True},
+        "crds": {"installChildCRDs": False},
+        "metrics": {"serviceMonitor": {"enabled": True}},
+        "reconciler": {"watchNamespaces": ["team-a"], "replicas": 2},
+        "webhook": {"failurePolicy": "Ignore", "timeoutSeconds": 3},
+        "image": {"digest": "sha256:" + "ab" * 32},
+        "logging": {"level": "debug", "format": "text"},
+    },
+}

@@ -1,0 +1,197 @@
+"""The chart renders, lints and produces schema-valid objects for the defaults and every switch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+from kubernetes_validate.utils import SchemaNotFoundError
+
+from tests.chart.render import CHART_DIR, NAMESPACE, Rendered, render
+from tests.chart.scenarios import SCENARIOS
+
+# The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest kubernetes-validate knows.
+KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
+
+# Objects of other projects' CRDs, which are not installed here: kubernetes-validate has no schema for them
+# and no CRD of theirs is in this repository, so their wiring is checked field by field in other tests
+# (test_webhook_configuration.py for the cert-manager objects, test_metrics.py for the ServiceMonitors).
+FOREIGN_KINDS = {
+    ("cert-manager.io/v1", "Issuer"),
+    ("cert-manager.io/v1", "Certificate"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+}
+
+P = "mb-modelbooster"
+DEFAULT_INVENTORY = {
+    ("ServiceAccount", f"{P}-webhook"),
+    ("ServiceAccount", f"{P}-reconciler"),
+    ("Deployment", f"{P}-webhook"),
+    ("Deployment", f"{P}-reconciler"),
+    ("Service", f"{P}-webhook"),
+    ("Service", f"{P}-webhook-metrics"),
+    ("Service", f"{P}-reconciler-metrics"),
+    ("PodDisruptionBudget", f"{P}-webhook"),
+    ("MutatingWebhookConfiguration", P),
+    ("ValidatingWebhookConfiguration", P),
+    ("ConfigMap", f"{P}-reconciler"),
+    ("ClusterRole", f"{P}-reconciler"),
+    ("ClusterRoleBinding", f"{P}-reconciler"),
+    ("ClusterRole", f"{P}-reconciler-webhook-ca"),
+    ("ClusterRoleBinding", f"{P}-reconciler-webhook-ca"),
+    ("Role", f"{P}-reconciler"),
+    ("RoleBinding", f"{P}-reconciler"),
+}
+CERT_MANAGER_OBJECTS = {
+    ("Issuer", f"{P}-selfsigned"),
+    ("Certificate", f"{P}-ca"),
+    ("Issuer", f"{P}-ca"),
+    ("Certificate", f"{P}-webhook"),
+}
+WEBHOOK_OBJECTS = {
+    ("ServiceAccount", f"{P}-webhook"),
+    ("Deployment", f"{P}-webhook"),
+    ("Service", f"{P}-webhook"),
+    ("Service", f"{P}-webhook-metrics"),
+    ("PodDisruptionBudget", f"{P}-webhook"),
+    ("MutatingWebhookConfiguration", P),
+    ("ValidatingWebhookConfiguration", P),
+}
+CA_INJECTION_RBAC = {
+    ("ClusterRole", f"{P}-reconciler-webhook-ca"),
+    ("ClusterRoleBinding", f"{P}-reconciler-webhook-ca"),
+}
+
+
+def _inventory(rendered: Rendered) -> set[tuple[str, str]]:
+    names = [(obj["kind"], obj["metadata"]["name"]) for obj in rendered.objects]
+    assert len(names) == len(set(names)), f"duplicate objects: {sorted(names)}"
+    return set(names)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_lint_is_clean(scenario: str) -> None:
+    report = helm.lint(CHART_DIR, SCENARIOS[scenario], strict=True, namespace=NAMESPACE, kube_version="v1.30.0")
+    assert report["errors"] == []
+    # Severity 2 is a warning, 3 an error; 1 (info: "icon is recommended") is not a defect.
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+def test_every_builtin_object_is_schema_valid(
+    rendered_scenarios: dict[str, Rendered], scenario: str, kube_version: str
+) -> None:
+    rendered = rendered_scenarios[scenario]
+    assert rendered.objects
+    for obj in rendered.objects:
+        if (obj["apiVersion"], obj["kind"]) in FOREIGN_KINDS:
+            continue
+        try:
+            kubernetes_validate.validate(obj, kube_version, strict=True)
+        except SchemaNotFoundError:  # pragma: no cover - the failure message is the point
+            pytest.fail(f"{obj['apiVersion']} {obj['kind']} is neither built in nor a known foreign kind")
+        except kubernetes_validate.ValidationError as error:  # pragma: no cover
+            path = "/".join(str(p) for p in error.path)
+            pytest.fail(f"{obj['kind']} {obj['metadata']['name']} at {path}: {error.message}")
+
+
+def test_default_inventory(defaults: Rendered) -> None:
+    assert _inventory(defaults) == DEFAULT_INVENTORY
+
+
+def test_cert_manager_adds_a_ca_chain_and_drops_ca_injection_rights(rendered_scenarios: dict[str, Rendered]) -> None:
+    expected = (DEFAULT_INVENTORY - CA_INJECTION_RBAC) | CERT_MANAGER_OBJECTS
+    assert _inventory(rendered_scenarios["cert-manager"]) == expected
+
+
+def test_an_existing_issuer_replaces_the_chart_ca(rendered_scenarios: dict[str, Rendered]) -> None:
+    rendered = rendered_scenarios["cert-manager-existing-issuer"]
+    assert _inventory(rendered) == (DEFAULT_INVENTORY - CA_INJECTION_RBAC) | {("Certificate", f"{P}-webhook")}
+    issuer = rendered.one("Certificate", f"{P}-webhook")["spec"]["issuerRef"]
+    assert issuer == {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+
+
+def test_webhook_disabled_renders_no_webhook_objects(rendered_scenarios: dict[str, Rendered]) -> None:
+    assert _inventory(rendered_scenarios["webhook-disabled"]) == DEFAULT_INVENTORY - WEBHOOK_OBJECTS - CA_INJECTION_RBAC
+    assert "webhook.enabled=false" in rendered_scenarios["webhook-disabled"].notes
+
+
+def test_single_webhook_replica_has_no_pdb() -> None:
+    # A PDB with minAvailable 1 over one pod would block every node drain.
+    assert not render({"webhook": {"replicas": 1}}).of_kind("PodDisruptionBudget")
+
+
+def test_existing_service_accounts_are_used_and_not_created(rendered_scenarios: dict[str, Rendered]) -> None:
+    rendered = rendered_scenarios["existing-service-accounts"]
+    assert not rendered.of_kind("ServiceAccount")
+    assert rendered.deployment("webhook")["spec"]["template"]["spec"]["serviceAccountName"] == "wh-sa"
+    assert rendered.deployment("reconciler")["spec"]["template"]["spec"]["serviceAccountName"] == "rc-sa"
+    bindings = rendered.of_kind("ClusterRoleBinding") + rendered.of_kind("RoleBinding")
+    subjects = {subject["name"] for binding in bindings for subject in binding["subjects"]}
+    assert subjects == {"rc-sa"}
+
+
+def test_rbac_create_false_renders_no_rbac() -> None:
+    kinds = {obj["kind"] for obj in render({"rbac": {"create": False}}).objects}
+    assert not kinds & {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+
+
+def test_namespaced_objects_are_in_the_release_namespace(rendered_scenarios: dict[str, Rendered]) -> None:
+    cluster_scoped = {
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    }
+    for name, rendered in rendered_scenarios.items():
+        for obj in rendered.objects:
+            namespace = obj["metadata"].get("namespace")
+            if obj["kind"] in cluster_scoped:
+                assert namespace is None, (name, obj["kind"])
+            elif obj["kind"] not in ("Role", "RoleBinding") or obj["metadata"]["name"] == f"{P}-reconciler":
+                assert namespace == NAMESPACE, (name, obj["kind"], obj["metadata"]["name"])
+
+
+def test_every_object_carries_the_release_labels(rendered_scenarios: dict[str, Rendered]) -> None:
+    for name, rendered in rendered_scenarios.items():
+        for obj in rendered.objects:
+            labels: dict[str, Any] = obj["metadata"].get("labels") or {}
+            assert labels.get("app.kubernetes.io/instance") == "mb", (name, obj["kind"])
+            assert labels.get("app.kubernetes.io/managed-by") == "Helm", (name, obj["kind"])
+            assert labels.get("app.kubernetes.io/component") in (
+                "webhook",
+                "reconciler",
+                "webhook-metrics",
+                "reconciler-metrics",
+            ), (name, obj["kind"])
+
+
+def test_names_fit_kubernetes_limits_with_a_long_release_name() -> None:
+    rendered = render(release="a-very-long-release-name-for-testing-the-limits-of-names")
+    for obj in rendered.objects:
+        assert len(obj["metadata"]["name"]) <= 63, obj["metadata"]["name"]
+        for value in (obj["metadata"].get("labels") or {}).values():
+            assert len(value) <= 63
+
+
+def test_image_reference(rendered_scenarios: dict[str, Rendered]) -> None:
+    default_image = rendered_scenarios["defaults"].deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]
+    assert default_image["image"] == "ghcr.io/modelbooster/modelbooster:0.1.0"  # appVersion when no tag is set
+    pinned = rendered_scenarios["everything"].deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]
+    assert pinned["image"] == "ghcr.io/modelbooster/modelbooster@sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"reconciler": {"replicas": 2, "leaderElection": {"enabled": False}}}, "leaderElection.enabled=true"),
+        ({"reconciler": {"watchNamespaces": [NAMESPACE]}}, "contains the release namespace"),
+        ({"serviceAccount": {"create": False}}, "serviceAccount.webhookName is required"),
+    ],
+)
+def test_contradictory_values_fail_with_a_message_naming_them(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(helm.HelmRenderError, match=message):
+        render(values)
