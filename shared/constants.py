@@ -58,6 +58,9 @@ CONDITION_FAILED: Final = "Failed"
 MAX_REPLICAS: Final = 1_000_000
 MAX_ROUTE_LORA_ADAPTERS: Final = 10
 MAX_ROUTE_RULES: Final = 16
+# A ModelRoute rule targets at most 16 ModelServers, and the default rule targets every backend.
+MAX_BACKENDS: Final = 16
+MAX_ROUTE_TARGETS: Final = 16
 MAX_SCALE_TO_ZERO_GRACE_SECONDS: Final = 1800
 DNS1123_LABEL_MAX_LENGTH: Final = 63
 DNS1123_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

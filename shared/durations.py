@@ -5,8 +5,12 @@ Kthena's messages quote durations as Go prints them (`"31m0s"`), and the CRDs st
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
 
 _UNIT_NANOS: dict[str, int] = {
     "ns": 1,
@@ -18,8 +22,11 @@ _UNIT_NANOS: dict[str, int] = {
     "m": 60 * 1_000_000_000,
     "h": 3600 * 1_000_000_000,
 }
-_TERM = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")
+_NUMBER_CHARS = frozenset("0123456789.")
 _MAX_NANOS = (1 << 63) - 1
+# The syntax Go's time.ParseDuration accepts, for the CRD schema (range overflow is left to the parser).
+DURATION_PATTERN = r"^[-+]?((([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+|0)$"
 
 
 class DurationError(ValueError):
@@ -27,30 +34,46 @@ class DurationError(ValueError):
 
 
 def parse_duration(text: str) -> int:
-    """Return the duration in nanoseconds; raise DurationError with Go's wording on bad input."""
+    """Return the duration in nanoseconds; raise DurationError with Go's wording on bad input.
+
+    Mirrors Go's time.ParseDuration: an optional sign, then one or more `<number><unit>` terms.
+    """
     original = text
-    sign = 1
+    quoted = _go_quote(original)
+    negative = False
     if text[:1] in ("+", "-"):
-        sign = -1 if text[0] == "-" else 1
+        negative = text[0] == "-"
         text = text[1:]
     if text == "0":
         return 0
     if not text:
-        raise DurationError(f'time: invalid duration "{original}"')
+        raise DurationError(f"time: invalid duration {quoted}")
     total = Decimal(0)
     position = 0
     while position < len(text):
-        match = _TERM.match(text, position)
-        if match is None:
-            if re.match(r"(\d+(?:\.\d*)?|\.\d+)", text[position:]):
-                raise DurationError(f'time: missing unit in duration "{original}"')
-            raise DurationError(f'time: invalid duration "{original}"')
-        total += Decimal(match.group(1)) * _UNIT_NANOS[match.group(2)]
-        position = match.end()
+        number = _NUMBER.match(text, position)
+        if number is None:
+            raise DurationError(f"time: invalid duration {quoted}")
+        position = number.end()
+        unit_end = position
+        while unit_end < len(text) and text[unit_end] not in _NUMBER_CHARS:
+            unit_end += 1
+        unit = text[position:unit_end]
+        if not unit:
+            raise DurationError(f"time: missing unit in duration {quoted}")
+        if unit not in _UNIT_NANOS:
+            raise DurationError(f"time: unknown unit {_go_quote(unit)} in duration {quoted}")
+        total += Decimal(number.group(0)) * _UNIT_NANOS[unit]
+        position = unit_end
     nanos = int(total)
-    if nanos > _MAX_NANOS:
-        raise DurationError(f'time: invalid duration "{original}"')
-    return sign * nanos
+    if nanos > _MAX_NANOS + (1 if negative else 0):
+        raise DurationError(f"time: invalid duration {quoted}")
+    return -nanos if negative else nanos
+
+
+def _go_quote(text: str) -> str:
+    """Go's strconv.Quote for the text a user typed (JSON escaping agrees on everything printable)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def format_duration(nanos: int) -> str:
@@ -79,3 +102,13 @@ def _fraction(value: int, unit: int) -> str:
         return str(whole)
     digits = len(str(unit)) - 1
     return f"{whole}.{str(frac).rjust(digits, '0').rstrip('0')}"
+
+
+def check_duration(text: str) -> str:
+    """Accept a Go duration string unchanged; raise ValueError with Go's wording otherwise."""
+    parse_duration(text)
+    return text
+
+
+GoDuration = Annotated[str, AfterValidator(check_duration), Field(json_schema_extra={"pattern": DURATION_PATTERN})]
+"""A metav1.Duration on the wire, such as `30s` or `1m30s`."""

@@ -92,3 +92,15 @@ def forbidden(path: str, detail: str) -> FieldError:
 def format_denial(errors: Sequence[FieldError]) -> str:
     """The one message a user sees, e.g. from `kubectl apply`."""
     return "\n".join([DENIAL_HEADER, *(f"  - {error.render()}" for error in errors)])
+
+
+class ValidationFailed(Exception):
+    """An object failed validation; `str()` is the denial message the webhook would give."""
+
+    def __init__(self, errors: Sequence[FieldError]) -> None:
+        self.errors = list(errors)
+        super().__init__(format_denial(self.errors))
+
+
+def duplicate(path: str, value: object) -> FieldError:
+    return FieldError(path=path, type="Duplicate", value=value, detail="")

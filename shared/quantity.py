@@ -7,7 +7,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, StrictStr
 
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
@@ -55,8 +55,24 @@ def quantity_value(value: int | float | str) -> Decimal:
         raise ValueError(f"not a quantity: {text!r}") from error
 
 
+_TYPE_MESSAGE = "quantities must be an integer or a string such as '500m' or '2Gi'"
+
+
+def _quantity_input(value: object) -> object:
+    """Accept what the API server's int-or-string schema accepts: integers (integral JSON floats too) and
+    strings; never booleans or fractions (`0.5` must be written as the string `"500m"` or `"0.5"`)."""
+    if isinstance(value, bool):
+        raise ValueError(_TYPE_MESSAGE)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (int, str)):
+        return value
+    raise ValueError(_TYPE_MESSAGE)
+
+
 Quantity = Annotated[
-    int | float | str,
+    StrictInt | StrictStr,
+    BeforeValidator(_quantity_input),
     AfterValidator(check_quantity),
-    Field(json_schema_extra={"x-kubernetes-int-or-string": True}),
+    Field(json_schema_extra={"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN}),
 ]

@@ -55,5 +55,5 @@ class Condition(ApiModel):
     status: Literal["True", "False", "Unknown"]
     reason: str = Field(min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
     message: str = Field(max_length=32768)
-    last_transition_time: str
-    observed_generation: int | None = Field(default=None, ge=0)
+    last_transition_time: str = Field(json_schema_extra={"format": "date-time"})
+    observed_generation: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})

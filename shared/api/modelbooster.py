@@ -11,11 +11,19 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from kubernetes.client import V1Affinity, V1EnvFromSource, V1EnvVar, V1Toleration
-from pydantic import Field, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 
 from shared.api.base import ApiModel, Condition, ObjectMeta
-from shared.constants import DNS1123_LABEL_PATTERN, MAX_REPLICAS
+from shared.constants import DNS1123_LABEL_PATTERN, MAX_BACKENDS, MAX_REPLICAS
+from shared.durations import GoDuration
 from shared.quantity import Quantity
+from shared.unsupported import (
+    AUTOSCALING_UNSUPPORTED,
+    BACKEND_UNSUPPORTED,
+    SPEC_UNSUPPORTED,
+    WORKER_UNSUPPORTED,
+    cel_rules,
+)
 
 MODEL_URI_PATTERN = r"^(hf://|s3://|pvc://|obs://|ms://).+"
 CACHE_URI_PATTERN = r"^(hostpath://|pvc://).+"
@@ -25,13 +33,33 @@ BackendType = Literal["vLLM", "vLLMDisaggregated", "SGLang", "MindIE", "MindIEDi
 WorkerType = Literal["server", "prefill", "decode", "controller", "coordinator"]
 SUPPORTED_BACKEND_TYPES: tuple[BackendType, ...] = ("vLLM", "vLLMDisaggregated")
 
+# Defaults of DECISIONS §3 that hold unconditionally; the CRD declares them too, so the API server applies
+# them even when the mutating webhook is down (shared/defaults.py applies them for everyone else).
+DEFAULT_ROUTE_WEIGHT = 100
+DEFAULT_WORKER_TYPE: WorkerType = "server"
+DEFAULT_WORKER_REPLICAS = 1
+DEFAULT_WORKER_PODS = 1
+DEFAULT_TOLERANCE_PERCENT = 10
+# Defaults that apply only with model-level autoscaling (the CRD cannot express the condition).
+DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD = "30s"
+DEFAULT_COST_EXPANSION_RATE_PERCENT = 200
+
 DnsLabel = Annotated[str, Field(pattern=DNS1123_LABEL_PATTERN)]
 Int32 = Annotated[int, Field(json_schema_extra={"format": "int32"})]
 Replicas = Annotated[int, Field(ge=0, le=MAX_REPLICAS, json_schema_extra={"format": "int32"})]
 # A declared-but-unsupported feature: any JSON object, kept so admission can reject it by name.
-UnsupportedFeature = Annotated[
-    dict[str, Any], Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
-]
+UnsupportedFeature = Annotated[dict[str, Any], Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})]
+
+
+def _default(value: object) -> dict[str, Any]:
+    return {"default": value}
+
+
+def _list_map(*keys: str) -> dict[str, Any]:
+    return {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)}
+
+
+_ATOMIC: dict[str, Any] = {"x-kubernetes-list-type": "atomic"}
 
 
 class ResourceClaim(ApiModel):
@@ -68,13 +96,32 @@ class AutoscalingMetric(ApiModel):
     target_value: Quantity
 
 
+class UnsupportedScaleUp(ApiModel):
+    """Only `panicPolicy` is named, so that its own rejection (and CEL rule) can reach it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    panic_policy: UnsupportedFeature | None = None
+
+
+class UnsupportedBehavior(ApiModel):
+    """AutoscalingPolicy `behavior`, unsupported (DECISIONS §2): any content is kept and rejected by name."""
+
+    model_config = ConfigDict(extra="allow")
+
+    scale_up: UnsupportedScaleUp | None = None
+
+
 class AutoscalingPolicySpec(ApiModel):
     """The AutoscalingPolicy `.spec` shape, embedded at model and backend level."""
 
-    tolerance_percent: Int32 | None = Field(default=None, ge=0, le=100)
+    model_config = ConfigDict(json_schema_extra=cel_rules(AUTOSCALING_UNSUPPORTED))
+
+    tolerance_percent: Int32 | None = Field(
+        default=None, ge=0, le=100, json_schema_extra=_default(DEFAULT_TOLERANCE_PERCENT)
+    )
     metrics: list[AutoscalingMetric] = Field(min_length=1)
-    # Unsupported (DECISIONS §2): declared so it is rejected by name rather than pruned.
-    behavior: UnsupportedFeature | None = None
+    behavior: UnsupportedBehavior | None = None
 
 
 class LoraAdapter(ApiModel):
@@ -83,31 +130,39 @@ class LoraAdapter(ApiModel):
 
 
 class ModelWorker(ApiModel):
-    type: WorkerType | None = None
+    model_config = ConfigDict(json_schema_extra=cel_rules(WORKER_UNSUPPORTED))
+
+    type: WorkerType | None = Field(default=None, json_schema_extra=_default(DEFAULT_WORKER_TYPE))
     image: str | None = None
-    replicas: Replicas | None = None
-    pods: Replicas | None = None
+    replicas: Replicas | None = Field(default=None, json_schema_extra=_default(DEFAULT_WORKER_REPLICAS))
+    pods: Replicas | None = Field(default=None, json_schema_extra=_default(DEFAULT_WORKER_PODS))
     resources: ResourceRequirements | None = None
     affinity: V1Affinity | None = None
-    tolerations: list[V1Toleration] | None = None
-    config: JsonValue = Field(default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+    tolerations: list[V1Toleration] | None = Field(default=None, json_schema_extra=_ATOMIC)
+    # Engine arguments. Decoded as any JSON so that validation can name a non-object config precisely;
+    # the CRD declares it an object whose keys are free.
+    config: JsonValue = Field(
+        default=None, json_schema_extra={"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    )
     network_topology: UnsupportedFeature | None = None
 
 
 class ModelBackend(ApiModel):
+    model_config = ConfigDict(json_schema_extra=cel_rules(BACKEND_UNSUPPORTED))
+
     name: DnsLabel
     type: BackendType
     model_uri: str = Field(alias="modelURI", pattern=MODEL_URI_PATTERN)
     cache_uri: str | None = Field(default=None, alias="cacheURI", pattern=CACHE_URI_PATTERN)
-    env_from: list[V1EnvFromSource] | None = None
-    env: list[V1EnvVar] | None = None
+    env_from: list[V1EnvFromSource] | None = Field(default=None, json_schema_extra=_ATOMIC)
+    env: list[V1EnvVar] | None = Field(default=None, json_schema_extra=_list_map("name"))
     min_replicas: Replicas
     max_replicas: Int32 = Field(ge=1, le=MAX_REPLICAS)
     scaling_cost: Int32 | None = Field(default=None, ge=0)
-    route_weight: Int32 | None = Field(default=None, ge=0, le=100)
-    scale_to_zero_grace_period: str | None = None
+    route_weight: Int32 | None = Field(default=None, ge=0, le=100, json_schema_extra=_default(DEFAULT_ROUTE_WEIGHT))
+    scale_to_zero_grace_period: GoDuration | None = None
     workers: list[ModelWorker] = Field(min_length=1, max_length=1000)
-    lora_adapters: list[LoraAdapter] | None = None
+    lora_adapters: list[LoraAdapter] | None = Field(default=None, json_schema_extra=_ATOMIC)
     autoscaling_policy: AutoscalingPolicySpec | None = None
     scheduler_name: str | None = None
     runtime_class_name: str | None = None
@@ -117,9 +172,12 @@ class ModelBackend(ApiModel):
 
 
 class ModelBoosterSpec(ApiModel):
+    model_config = ConfigDict(json_schema_extra=cel_rules(SPEC_UNSUPPORTED))
+
     name: str | None = Field(default=None, max_length=64, pattern=DNS1123_LABEL_PATTERN)
     owner: str | None = None
-    backends: list[ModelBackend] = Field(min_length=1)
+    # At most 16: every backend is a target of the ModelRoute's default rule, which holds 16 at most.
+    backends: list[ModelBackend] = Field(min_length=1, max_length=MAX_BACKENDS, json_schema_extra=_list_map("name"))
     autoscaling_policy: AutoscalingPolicySpec | None = None
     cost_expansion_rate_percent: Int32 | None = Field(default=None, ge=0, le=1000)
     model_match: ModelMatch | None = None
@@ -132,9 +190,11 @@ class BackendStatus(ApiModel):
 
 
 class ModelBoosterStatus(ApiModel):
-    conditions: list[Condition] | None = None
-    backend_statuses: list[BackendStatus] | None = None
-    observed_generation: int | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=_list_map("type"))
+    backend_statuses: list[BackendStatus] | None = Field(default=None, json_schema_extra=_ATOMIC)
+    observed_generation: int | None = Field(default=None, json_schema_extra={"format": "int64"})
+    # Our addition: the number of backends, for the `Backends` printer column (JSONPath cannot count).
+    backend_count: Int32 | None = Field(default=None, ge=0)
 
 
 class ModelBooster(ApiModel):

@@ -1,0 +1,132 @@
+"""Decode raw JSON into an API model, turning every failure into field errors with real JSON paths.
+
+Pydantic reports locations as tuples that mix JSON keys, list indices and union-member tags
+(`('spec', 'backends', 0, 'workers', 0, 'replicas')`). We walk the model's structural schema alongside
+the location so that object fields print as `.field`, map keys as `[key]` (apimachinery's form, e.g.
+`resources.limits[nvidia.com/gpu]`) and tags disappear. Messages follow kube-apiserver's schema wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Sized
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from shared.errors import FieldError
+from shared.schema import structural_schema
+
+M = TypeVar("M", bound=BaseModel)
+
+ROOT_PATH = "<root>"
+
+_TYPE_NAMES: dict[str, str] = {
+    "int_type": "integer",
+    "int_parsing": "integer",
+    "int_from_float": "integer",
+    "float_type": "number",
+    "float_parsing": "number",
+    "string_type": "string",
+    "bool_type": "boolean",
+    "bool_parsing": "boolean",
+    "list_type": "array",
+    "tuple_type": "array",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
+    "mapping_type": "object",
+}
+
+
+def decode(model: type[M], obj: Mapping[str, Any]) -> tuple[M | None, list[FieldError]]:
+    """The model, or None with the field errors that explain why the object does not decode."""
+    try:
+        return model.model_validate(obj), []
+    except ValidationError as error:
+        return None, field_errors(error, model=model)
+
+
+def field_errors(error: ValidationError, *, model: type[BaseModel]) -> list[FieldError]:
+    schema = structural_schema(model)
+    result: list[FieldError] = []
+    seen: set[str] = set()
+    for detail in error.errors(include_url=False):
+        path, node = render_location(detail["loc"], schema)
+        if path in seen:  # one error per field: a union reports once per member
+            continue
+        seen.add(path)
+        result.append(_field_error(detail, path=path, node=node))
+    return result
+
+
+def render_location(loc: Sequence[int | str], schema: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """A pydantic location as an apimachinery field path, and the schema node it ends at."""
+    path = ""
+    node: Mapping[str, Any] = schema
+    for position, segment in enumerate(loc):
+        last = position == len(loc) - 1
+        if isinstance(segment, int):
+            if node.get("type") == "array":
+                path += f"[{segment}]"
+                node = node.get("items", {})
+            continue
+        properties = node.get("properties", {})
+        extra = node.get("additionalProperties")
+        if segment in properties:
+            path += f".{segment}" if path else segment
+            node = properties[segment]
+        elif isinstance(extra, Mapping):
+            path += f"[{segment}]"
+            node = extra
+        elif node.get("type") == "object" and (last or node.get("x-kubernetes-preserve-unknown-fields")):
+            path += f".{segment}" if path else segment
+            node = {}
+        # anything else is the tag of a union member, which has no place in a JSON path
+    return path or ROOT_PATH, node
+
+
+def _field_error(detail: ErrorDetails, *, path: str, node: Mapping[str, Any]) -> FieldError:
+    kind = detail["type"]
+    value = detail.get("input")
+    context: Mapping[str, Any] = detail.get("ctx") or {}
+    if kind == "missing":
+        return FieldError(path=path, type="Required", detail="")
+    if kind == "extra_forbidden":
+        return FieldError(path=path, type="Forbidden", detail="field not declared in schema")
+    if kind in _TYPE_NAMES:
+        return FieldError(path=path, type="Invalid", value=value, detail=f"must be of type {_TYPE_NAMES[kind]}")
+    if kind in ("literal_error", "enum"):
+        allowed = node.get("enum") or []
+        supported = ", ".join(f'"{option}"' for option in allowed)
+        return FieldError(path=path, type="NotSupported", value=value, detail=f"supported values: {supported}")
+    if kind == "greater_than_equal":
+        return FieldError(
+            path=path, type="Invalid", value=value, detail=f"must be greater than or equal to {context['ge']}"
+        )
+    if kind == "greater_than":
+        return FieldError(path=path, type="Invalid", value=value, detail=f"must be greater than {context['gt']}")
+    if kind == "less_than_equal":
+        return FieldError(
+            path=path, type="Invalid", value=value, detail=f"must be less than or equal to {context['le']}"
+        )
+    if kind == "less_than":
+        return FieldError(path=path, type="Invalid", value=value, detail=f"must be less than {context['lt']}")
+    if kind == "string_pattern_mismatch":
+        return FieldError(path=path, type="Invalid", value=value, detail=f"should match '{context['pattern']}'")
+    if kind == "string_too_long":
+        return FieldError(path=path, type="TooLong", detail=f"may not be more than {context['max_length']} characters")
+    if kind == "string_too_short":
+        return FieldError(
+            path=path, type="Invalid", value=value, detail=f"should be at least {context['min_length']} characters long"
+        )
+    if kind == "too_short":
+        count = len(value) if isinstance(value, Sized) else value
+        return FieldError(
+            path=path, type="Invalid", value=count, detail=f"should have at least {context['min_length']} items"
+        )
+    if kind == "too_long":
+        return FieldError(path=path, type="TooMany", detail=f"must have at most {context['max_length']} items")
+    if kind == "value_error":
+        return FieldError(path=path, type="Invalid", value=value, detail=str(context.get("error", detail["msg"])))
+    return FieldError(path=path, type="Invalid", value=value, detail=detail["msg"])

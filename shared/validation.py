@@ -1,0 +1,553 @@
+"""Validation of a ModelBooster: the validating webhook's rules, also run by the CLI and the reconciler.
+
+`validate_modelbooster` checks the object exactly as given and does **not** default it: the webhook's
+validating call receives the object after the mutating call has defaulted it, so validating the given
+object is what admission does. Callers holding a user-written object (the CLI, the reconciler, anyone
+synthesizing) use `parse_modelbooster`, which defaults first, validates, and returns the typed model.
+The rules that only matter when defaulting was skipped (e.g. "scaleToZeroGracePeriod must be provided
+when model-level autoscaling is set") therefore fire only when the mutating webhook was bypassed.
+
+Order of the errors (all are collected, none short-circuits, except that an object which does not decode
+reports only its decoding errors):
+  1. the rules of kthena-v0.1.0-facts §3.4 (1)-(6), with DECISIONS §4's path fixes;
+  2. the unsupported features of DECISIONS §2;
+  3. the additional rules of DECISIONS §4 (including the newer line's engine-port, PVC and KV checks).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from shared.api.modelbooster import SUPPORTED_BACKEND_TYPES, ModelBackend, ModelBooster, ModelWorker
+from shared.constants import (
+    MAX_REPLICAS,
+    MAX_ROUTE_LORA_ADAPTERS,
+    MAX_ROUTE_RULES,
+    MAX_SCALE_TO_ZERO_GRACE_SECONDS,
+)
+from shared.decoding import decode
+from shared.defaults import apply_defaults
+from shared.durations import format_duration, parse_duration
+from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_object, engine_port, kv_connector
+from shared.errors import FieldError, ValidationFailed, duplicate, forbidden, invalid, required
+from shared.naming import backend_resource_name, is_dns1123_label
+from shared.quantity import check_quantity
+from shared.unsupported import (
+    AUTOSCALING_UNSUPPORTED,
+    BACKEND_UNSUPPORTED,
+    SPEC_UNSUPPORTED,
+    WORKER_UNSUPPORTED,
+    UnsupportedField,
+)
+from shared.uris import PVC_SCHEME
+
+_NANOS_PER_SECOND: Final = 1_000_000_000
+_SINGLE_WORKER_TYPES: Final = ("vLLM", "SGLang", "MindIE")
+_ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated")
+# Go's unicode.IsSpace, which strings.TrimSpace uses (Python's str.isspace also accepts U+001C..U+001F).
+_GO_SPACE: Final = frozenset(
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+NO_AUTOSCALING_DETAIL: Final = "minReplicas and maxReplicas must be equal when no autoscaling is set"
+
+
+def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[FieldError]:
+    """All field errors of a ModelBooster as given (see the module docstring); empty when it is valid.
+
+    `old` is the stored object on UPDATE, for the rules that compare old and new.
+    """
+    raw = _normalised(obj)
+    model, errors = decode(ModelBooster, raw)
+    if model is None:
+        return errors
+    errors.extend(_core_quantity_errors(model))
+    errors.extend(_reference_rules(model))
+    errors.extend(_unsupported_features(raw))
+    errors.extend(_additional_rules(model))
+    if old is not None:
+        old_model, old_errors = decode(ModelBooster, _normalised(old))
+        if old_model is not None and not old_errors:
+            errors.extend(_update_rules(model, old_model))
+    return errors
+
+
+def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> ModelBooster:
+    """Default, validate and decode a user-written ModelBooster; raise ValidationFailed with the field errors.
+
+    This is the one entry point for synthesis: the model it returns is defaulted and valid.
+    """
+    defaulted = apply_defaults(obj).obj
+    old_defaulted = apply_defaults(old).obj if old is not None else None
+    errors = validate_modelbooster(defaulted, old=old_defaulted)
+    if errors:
+        raise ValidationFailed(errors)
+    return ModelBooster.model_validate(_normalised(defaulted))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Decoding helpers
+
+
+def _normalised(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object with the one wire form the `kubernetes` models reject although Kubernetes accepts it:
+    a numeric `resourceFieldRef.divisor` (a quantity, which the client types as a string)."""
+    copy: dict[str, Any] = _deep_copy(obj)
+    spec = copy.get("spec")
+    backends = spec.get("backends") if isinstance(spec, dict) else None
+    for backend in backends if isinstance(backends, list) else ():
+        env = backend.get("env") if isinstance(backend, dict) else None
+        for entry in env if isinstance(env, list) else ():
+            selector = _dig(entry, "valueFrom", "resourceFieldRef")
+            divisor = selector.get("divisor") if selector is not None else None
+            if selector is not None and isinstance(divisor, int) and not isinstance(divisor, bool):
+                selector["divisor"] = str(divisor)
+    return copy
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _deep_copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_deep_copy(item) for item in value]
+    return value
+
+
+def _dig(value: object, *keys: str) -> dict[str, Any] | None:
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def _core_quantity_errors(model: ModelBooster) -> Iterator[FieldError]:
+    for i, backend in enumerate(model.spec.backends):
+        for j, entry in enumerate(backend.env or ()):
+            selector = entry.value_from.resource_field_ref if entry.value_from else None
+            if selector is None or selector.divisor is None:
+                continue
+            try:
+                check_quantity(selector.divisor)
+            except ValueError as error:
+                path = f"spec.backends[{i}].env[{j}].valueFrom.resourceFieldRef.divisor"
+                yield invalid(path, selector.divisor, str(error))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. The reference's rules (kthena-v0.1.0-facts §3.4), in its order
+
+
+def _reference_rules(model: ModelBooster) -> Iterator[FieldError]:
+    backends = model.spec.backends
+    yield from _grace_periods(backends)
+    yield from _replica_bounds(backends)
+    yield from _worker_images(backends)
+    yield from _autoscaling_scope(model)
+    yield from _worker_types(backends)
+    yield from _lora_names(model.metadata.name or "", backends)
+
+
+def _grace_periods(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    for i, backend in enumerate(backends):
+        if backend.scale_to_zero_grace_period is None:
+            continue
+        nanos = parse_duration(backend.scale_to_zero_grace_period)
+        path = f"spec.backends[{i}].scaleToZeroGracePeriod"
+        if nanos > MAX_SCALE_TO_ZERO_GRACE_SECONDS * _NANOS_PER_SECOND:
+            yield invalid(path, format_duration(nanos), "scaleToZeroGracePeriod cannot exceed 1800 seconds")
+        elif nanos < 0:
+            yield invalid(path, format_duration(nanos), "scaleToZeroGracePeriod cannot be negative")
+
+
+def _replica_bounds(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    for i, backend in enumerate(backends):
+        if backend.min_replicas > backend.max_replicas:
+            yield invalid(
+                f"spec.backends[{i}].minReplicas",
+                backend.min_replicas,
+                "minReplicas cannot be greater than maxReplicas",
+            )
+    total = sum(backend.max_replicas for backend in backends)
+    if total > MAX_REPLICAS:
+        yield invalid(
+            "spec.backends", total, f"sum of maxReplicas across all backends ({total}) cannot exceed {MAX_REPLICAS}"
+        )
+
+
+def _worker_images(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    for i, backend in enumerate(backends):
+        for j, worker in enumerate(backend.workers):
+            image = worker.image
+            if not image:
+                continue
+            path = f"spec.backends[{i}].workers[{j}].image"
+            if all(char in _GO_SPACE for char in image):
+                detail = "image cannot be empty or whitespace only"
+            elif " " in image:
+                detail = "image cannot contain spaces"
+            elif any(char in _GO_SPACE for char in image):
+                detail = "image cannot contain whitespace"
+            else:
+                continue
+            yield invalid(path, image, f"invalid container image reference: {detail}")
+
+
+def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
+    spec = model.spec
+    backends = spec.backends
+    model_level = spec.autoscaling_policy is not None
+    backend_level = any(backend.autoscaling_policy is not None for backend in backends)
+    if not model_level:
+        for i, backend in enumerate(backends):
+            if backend.scaling_cost:
+                yield forbidden(
+                    f"spec.backends[{i}].scalingCost",
+                    "cost must not be provided when model-level autoscaling is not set",
+                )
+            if backend.scale_to_zero_grace_period is not None:
+                yield forbidden(
+                    f"spec.backends[{i}].scaleToZeroGracePeriod",
+                    "scaleToZeroGracePeriod must not be provided when model-level autoscaling is not set",
+                )
+        if spec.cost_expansion_rate_percent is not None:
+            yield forbidden(
+                "spec.costExpansionRatePercent",
+                "costExpansionRatePercent must not be provided when model-level autoscaling is not set",
+            )
+        for i, backend in enumerate(backends):
+            if backend.autoscaling_policy is not None and backend.min_replicas < 1:
+                yield invalid(
+                    f"spec.backends[{i}].minReplicas",
+                    backend.min_replicas,
+                    "minReplicas must be >= 1 when backend-level autoscaling is set",
+                )
+        if not backend_level:
+            for i, backend in enumerate(backends):
+                if backend.min_replicas != backend.max_replicas:
+                    value = f"minReplicas={backend.min_replicas}, maxReplicas={backend.max_replicas}"
+                    yield invalid(f"spec.backends[{i}]", value, NO_AUTOSCALING_DETAIL)
+    elif not backend_level:
+        for i, backend in enumerate(backends):
+            if backend.min_replicas < 0:
+                yield invalid(
+                    f"spec.backends[{i}].minReplicas",
+                    backend.min_replicas,
+                    "minReplicas must be >= 0 when model-level autoscaling is set",
+                )
+            if not backend.scaling_cost:
+                yield required(
+                    f"spec.backends[{i}].scalingCost", "cost must be provided when model-level autoscaling is set"
+                )
+            if backend.scale_to_zero_grace_period is None:
+                yield required(
+                    f"spec.backends[{i}].scaleToZeroGracePeriod",
+                    "scaleToZeroGracePeriod must be provided when model-level autoscaling is set",
+                )
+        total = sum(backend.min_replicas for backend in backends)
+        if total < 1:
+            yield invalid(
+                "spec.backends", total, "sum of all minReplicas must be >= 1 when model-level autoscaling is set"
+            )
+        if spec.cost_expansion_rate_percent is None:
+            yield required(
+                "spec.costExpansionRatePercent",
+                "costExpansionRatePercent must be provided and > 0 when model-level autoscaling is set",
+            )
+    else:
+        # The reference named the fields `autoscalingPolicyRef` here; DECISIONS §4 uses the real JSON names.
+        yield forbidden(
+            "spec.autoscalingPolicy",
+            "spec.autoscalingPolicy and spec.backends[].autoscalingPolicy cannot both be set; "
+            "choose model-level or backend-level autoscaling, not both",
+        )
+
+
+def _worker_type(worker: ModelWorker) -> str:
+    return worker.type or "server"
+
+
+def _worker_types(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    for i, backend in enumerate(backends):
+        kind = backend.type
+        workers = backend.workers
+        if kind in _SINGLE_WORKER_TYPES:
+            if len(workers) != 1:
+                yield invalid(
+                    f"spec.backends[{i}].workers",
+                    len(workers),
+                    f"If backend type is '{kind}', there must be exactly one worker",
+                )
+            elif _worker_type(workers[0]) != "server":
+                yield invalid(
+                    f"spec.backends[{i}].workers[0].type",
+                    _worker_type(workers[0]),
+                    f"If backend type is '{kind}', the worker type must be 'server'",
+                )
+        elif kind == "vLLMDisaggregated":
+            for j, worker in enumerate(workers):
+                if _worker_type(worker) not in ("prefill", "decode"):
+                    yield invalid(
+                        f"spec.backends[{i}].workers[{j}].type",
+                        _worker_type(worker),
+                        "If backend type is 'vLLMDisaggregated', all workers must be type 'prefill' or 'decode'",
+                    )
+        elif kind == "MindIEDisaggregated":
+            for j, worker in enumerate(workers):
+                if _worker_type(worker) not in ("prefill", "decode", "controller", "coordinator"):
+                    yield invalid(
+                        f"spec.backends[{i}].workers[{j}].type",
+                        _worker_type(worker),
+                        "If backend type is 'MindIEDisaggregated', all workers must be type 'prefill', 'decode', "
+                        "'controller', or 'coordinator' (not 'server')",
+                    )
+
+
+def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    for i, backend in enumerate(backends):
+        seen: set[str] = set()
+        for j, adapter in enumerate(backend.lora_adapters or ()):
+            path = f"spec.backends[{i}].loraAdapters[{j}].name"
+            if adapter.name == model_name:
+                yield invalid(path, adapter.name, "lora name cannot be the same as model name")
+            if adapter.name in seen:
+                yield invalid(path, adapter.name, "lora name must be unique within the backend")
+            seen.add(adapter.name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. Unsupported features (DECISIONS §2): checked on the raw object, exactly as the CEL rules see it
+
+
+def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
+    spec = raw["spec"]
+    yield from _unsupported_at(spec, "spec", SPEC_UNSUPPORTED)
+    yield from _unsupported_at(spec.get("autoscalingPolicy"), "spec.autoscalingPolicy", AUTOSCALING_UNSUPPORTED)
+    for i, backend in enumerate(spec["backends"]):
+        path = f"spec.backends[{i}]"
+        yield from _unsupported_at(backend, path, BACKEND_UNSUPPORTED)
+        for j, worker in enumerate(backend["workers"]):
+            yield from _unsupported_at(worker, f"{path}.workers[{j}]", WORKER_UNSUPPORTED)
+        yield from _unsupported_at(
+            backend.get("autoscalingPolicy"), f"{path}.autoscalingPolicy", AUTOSCALING_UNSUPPORTED
+        )
+
+
+def _unsupported_at(holder: object, path: str, fields: Sequence[UnsupportedField]) -> Iterator[FieldError]:
+    for field in fields:
+        if field.present_in(holder):
+            yield forbidden(f"{path}.{field.path}", field.detail)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. Additional rules (DECISIONS §4): what would otherwise fail later, in the reconciler or a child's API
+
+
+def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
+    backends = model.spec.backends
+    pd_counts_ok = [True] * len(backends)
+    configs_ok = [True] * len(backends)
+    for i, backend in enumerate(backends):
+        if backend.type not in SUPPORTED_BACKEND_TYPES:
+            yield invalid(
+                f"spec.backends[{i}].type",
+                backend.type,
+                "not supported yet; supported: " + ", ".join(SUPPORTED_BACKEND_TYPES),
+            )
+    for i, backend in enumerate(backends):
+        error = _pd_worker_counts(i, backend)
+        if error is not None:
+            pd_counts_ok[i] = False
+            yield error
+    for i, backend in enumerate(backends):
+        for j, worker in enumerate(backend.workers):
+            try:
+                config_object(worker.config)
+            except ConfigError:
+                configs_ok[i] = False
+                yield invalid(
+                    f"spec.backends[{i}].workers[{j}].config",
+                    worker.config,
+                    "must be a JSON object of engine arguments",
+                )
+    for i, backend in enumerate(backends):
+        if configs_ok[i] and backend.type in _ENGINE_PORT_TYPES:
+            try:
+                engine_port(backend.workers)
+            except EnginePortError as port_error:
+                path = f"spec.backends[{i}].workers[{port_error.worker_index}].config.port"
+                yield invalid(path, port_error.value, str(port_error))
+    for i, backend in enumerate(backends):
+        yield from _cache_uri_rules(i, backend)
+    for i, backend in enumerate(backends):
+        if configs_ok[i] and pd_counts_ok[i]:
+            try:
+                kv_connector(backend.name, backend.workers)
+            except KvConnectorError as kv_error:
+                yield invalid(
+                    f"spec.backends[{i}].workers", backend.name, f"invalid kv connector configuration: {kv_error}"
+                )
+    yield from _generated_names(model.metadata.name or "", backends)
+    yield from _route_limits(backends)
+    yield from _duplicates(backends)
+
+
+def _pd_worker_counts(index: int, backend: ModelBackend) -> FieldError | None:
+    if backend.type != "vLLMDisaggregated":
+        return None
+    prefill = sum(1 for worker in backend.workers if _worker_type(worker) == "prefill")
+    decode_count = sum(1 for worker in backend.workers if _worker_type(worker) == "decode")
+    if prefill == 1 and decode_count == 1:
+        return None
+    return invalid(
+        f"spec.backends[{index}].workers",
+        len(backend.workers),
+        "a vLLMDisaggregated backend needs exactly one prefill and one decode worker; "
+        f"found {prefill} prefill and {decode_count} decode",
+    )
+
+
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _cache_uri_rules(index: int, backend: ModelBackend) -> Iterator[FieldError]:
+    """The newer line's PVC reachability checks (kthena-head-facts §3.5 rule 5), then the cache URI shapes
+    its synthesis would refuse (§4.1.3), so that both are answered at admission."""
+    path = f"spec.backends[{index}]"
+    cache_uri = backend.cache_uri or ""
+    if backend.model_uri.startswith(PVC_SCHEME):
+        error = _pvc_reachability(path, model_uri=backend.model_uri, cache_uri=cache_uri)
+        if error is not None:
+            yield error
+            return
+    if cache_uri.startswith(PVC_SCHEME) and not cache_uri.removeprefix(PVC_SCHEME).strip("/"):
+        yield invalid(
+            f"{path}.cacheURI", cache_uri, f"invalid cacheURI {_go_quote(cache_uri)}: must include a PVC claim name"
+        )
+    elif cache_uri.startswith("hostpath://") and not cache_uri.removeprefix("hostpath://").strip("/"):
+        yield invalid(
+            f"{path}.cacheURI", cache_uri, f"invalid cacheURI {_go_quote(cache_uri)}: must include a host path"
+        )
+
+
+def _pvc_reachability(path: str, *, model_uri: str, cache_uri: str) -> FieldError | None:
+    if not cache_uri.startswith(PVC_SCHEME):
+        return invalid(
+            f"{path}.cacheURI",
+            cache_uri,
+            "when modelURI uses pvc://, cacheURI must also use pvc://. The downloader only has access to the "
+            "volume mounted via cacheURI. Set cacheURI to the PVC that holds the model (e.g. pvc://<claimName>) "
+            "and set modelURI to the path within that PVC (e.g. pvc:///<claimName>/<path-to-model>)",
+        )
+    model_path = model_uri.removeprefix(PVC_SCHEME)
+    if ".." in model_path.split("/"):
+        return invalid(f"{path}.modelURI", model_uri, "pvc:// modelURI must not contain '..' path segments")
+    claim = cache_uri.removeprefix(PVC_SCHEME).strip("/")
+    if not claim or "/" in claim:
+        return invalid(
+            f"{path}.cacheURI",
+            cache_uri,
+            "pvc:// cacheURI must contain a single PVC claim name with no path separator (e.g. pvc://<claimName>); "
+            "claim names cannot contain '/'",
+        )
+    # Go's path.Clean; POSIX normpath keeps a leading "//", Go does not.
+    source = posixpath.normpath("/" + model_path.lstrip("/"))
+    mount = "/" + claim
+    if source != mount and not source.startswith(mount + "/"):
+        return invalid(
+            f"{path}.modelURI",
+            model_uri,
+            f"PVC source path {_go_quote(source)} is not reachable via cacheURI mount {_go_quote(mount)}. "
+            "The downloader only has access to PVCs mounted via cacheURI. If the source model and the cache are "
+            "on the same PVC, set cacheURI to the PVC name and include that name as the first path segment of "
+            "modelURI. Example: cacheURI: pvc://<claimName>, modelURI: pvc:///<claimName>/<path-to-model>",
+        )
+    return None
+
+
+def _generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    if not model_name:  # generateName: the name is not known yet
+        return
+    for i, backend in enumerate(backends):
+        name = backend_resource_name(model_name, backend.name)
+        if not is_dns1123_label(name):
+            yield invalid(
+                f"spec.backends[{i}].name",
+                name,
+                "the generated ModelServing and ModelServer name <metadata.name>-<backend name> must be a DNS-1123 "
+                "label of at most 63 characters (it is also a pod label value); shorten metadata.name or the "
+                "backend name",
+            )
+
+
+def _route_limits(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    names = {adapter.name for backend in backends for adapter in backend.lora_adapters or ()}
+    if len(names) > MAX_ROUTE_LORA_ADAPTERS:
+        yield invalid(
+            "spec.backends",
+            len(names),
+            f"at most {MAX_ROUTE_LORA_ADAPTERS} distinct LoRA adapter names are supported across all backends "
+            "(the generated ModelRoute lists them all)",
+        )
+    # One default rule; with several backends, one more rule per LoRA adapter name (kthena-v0.1.0-facts §4.7).
+    rules = 1 + (len(names) if len(backends) > 1 else 0)
+    if rules > MAX_ROUTE_RULES:
+        yield invalid(
+            "spec.backends",
+            rules,
+            f"the generated ModelRoute would have {rules} rules (a default rule plus one per LoRA adapter name); "
+            f"at most {MAX_ROUTE_RULES} are allowed",
+        )
+
+
+def _duplicates(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    seen_backends: set[str] = set()
+    for i, backend in enumerate(backends):
+        if backend.name in seen_backends:
+            yield duplicate(f"spec.backends[{i}].name", backend.name)
+        seen_backends.add(backend.name)
+    for i, backend in enumerate(backends):
+        seen_env: set[str] = set()
+        for j, entry in enumerate(backend.env or ()):
+            if entry.name in seen_env:
+                yield duplicate(f"spec.backends[{i}].env[{j}].name", entry.name)
+            seen_env.add(entry.name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# UPDATE rules
+
+
+def _update_rules(new: ModelBooster, old: ModelBooster) -> Iterator[FieldError]:
+    """A worker's replicas become the ModelServing's `gangPolicy.minRoleReplicas`, which Kthena's CRD makes
+    immutable: refuse the change here rather than let every later ModelServing update fail."""
+    old_backends = {backend.name: backend for backend in old.spec.backends}
+    for i, backend in enumerate(new.spec.backends):
+        before = old_backends.get(backend.name)
+        if before is None:
+            continue
+        old_replicas: dict[str, int] = {}
+        for worker in before.workers:
+            old_replicas.setdefault(_worker_type(worker), _effective_replicas(worker))
+        compared: set[str] = set()
+        for j, worker in enumerate(backend.workers):
+            kind = _worker_type(worker)
+            if kind in compared or kind not in old_replicas:
+                continue
+            compared.add(kind)
+            now = _effective_replicas(worker)
+            if now != old_replicas[kind]:
+                yield forbidden(
+                    f"spec.backends[{i}].workers[{j}].replicas",
+                    f"cannot change from {old_replicas[kind]} to {now}: the generated ModelServing's "
+                    "gangPolicy.minRoleReplicas is immutable; delete and recreate the ModelBooster "
+                    "(or give the backend a new name) to change it",
+                )
+
+
+def _effective_replicas(worker: ModelWorker) -> int:
+    return 1 if worker.replicas is None else worker.replicas
