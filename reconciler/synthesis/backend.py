@@ -88,13 +88,23 @@ def require_worker(backend: ModelBackend, kind: str) -> ModelWorker:
     return worker
 
 
+# The workers each backend type needs, checked in this order (kthena-head-facts §4.2-§4.3).
+REQUIRED_WORKERS: dict[str, tuple[str, ...]] = {"vLLM": ("server",), "vLLMDisaggregated": ("prefill", "decode")}
+
+
 def plan_backend(owner: Owner, backend: ModelBackend) -> BackendPlan:
-    cache_uri = backend.cache_uri or ""
-    _check_cache_uri(cache_uri)
+    """Check what every child of the backend relies on, in the reference's order (the workers, the engine
+    port, the cache URI), and derive the shared values."""
+    if backend.type not in REQUIRED_WORKERS:
+        raise SynthesisError(f"not support model backend type: {backend.type}")
+    for kind in REQUIRED_WORKERS[backend.type]:
+        require_worker(backend, kind)
     try:
         port = engine_port(backend.workers)
     except EnginePortError as error:
         raise SynthesisError(str(error)) from None
+    cache_uri = backend.cache_uri or ""
+    _check_cache_uri(cache_uri)
     env = backend.env
     return BackendPlan(
         owner=owner,

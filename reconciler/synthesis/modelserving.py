@@ -25,6 +25,7 @@ from reconciler.synthesis.errors import SynthesisError
 from reconciler.synthesis.labels import pod_labels, stamp_revision
 from reconciler.synthesis.owner import child_metadata
 from reconciler.synthesis.settings import SynthesisSettings
+from reconciler.synthesis.vllm_args import number_text
 from shared.api.modelbooster import ModelWorker
 from shared.constants import KIND_MODEL_SERVING, LABEL_MODELSERVING_NAME, WORKLOAD_API_VERSION
 from shared.engine import ConfigError, config_object
@@ -171,8 +172,19 @@ def _runtime_container(
     return container
 
 
+def _quantity_text(value: int | float | str) -> str:
+    return value if isinstance(value, str) else number_text(value)
+
+
 def _resources(worker: ModelWorker) -> dict[str, Any]:
-    return {"resources": worker.resources.to_wire()} if worker.resources is not None else {}
+    """The worker's resources with every quantity as text, the form the API server stores for pods."""
+    if worker.resources is None:
+        return {}
+    wire = worker.resources.to_wire()
+    for key in ("limits", "requests"):
+        if key in wire:
+            wire[key] = {name: _quantity_text(amount) for name, amount in wire[key].items()}
+    return {"resources": wire}
 
 
 def _image(worker: ModelWorker) -> dict[str, Any]:
