@@ -80,17 +80,33 @@ class SchemaError(ValueError):
     """A model uses a construct a structural schema cannot express."""
 
 
-def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The structural schema of a model's wire form (camelCase names), as a fresh dict."""
-    return json.loads(json.dumps(_cached_schema(model)))  # type: ignore[no-any-return]
+def structural_schema(model: type[BaseModel], *, core_descriptions: bool = True) -> dict[str, Any]:
+    """The structural schema of a model's wire form (camelCase names), as a fresh dict.
+
+    `core_descriptions=False` leaves out the descriptions of core/v1 types (a full PodSpec carries about a
+    megabyte of them), as controller-gen's `maxDescLen=0` does.
+    """
+    return json.loads(json.dumps(_cached_schema(model, core_descriptions)))  # type: ignore[no-any-return]
 
 
 @functools.cache
-def _cached_schema(model: type[BaseModel]) -> dict[str, Any]:
+def _cached_schema(model: type[BaseModel], core_descriptions: bool) -> dict[str, Any]:
     raw = model.model_json_schema(by_alias=True, mode="validation")
     defs: dict[str, Any] = raw.pop("$defs", {})
     _patch_kubernetes_quantities(defs)
+    if not core_descriptions:
+        for name, definition in defs.items():
+            if name.startswith("V1"):
+                defs[name] = _without_descriptions(definition)
     return _Converter(defs).convert(raw, stack=(model.__name__,), where=model.__name__)
+
+
+def _without_descriptions(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {key: _without_descriptions(value) for key, value in node.items() if key != "description"}
+    if isinstance(node, list):
+        return [_without_descriptions(item) for item in node]
+    return node
 
 
 def _patch_kubernetes_quantities(defs: dict[str, Any]) -> None:
