@@ -26,7 +26,7 @@ from reconciler.synthesis.labels import pod_labels, stamp_revision
 from reconciler.synthesis.owner import child_metadata
 from reconciler.synthesis.settings import SynthesisSettings
 from reconciler.synthesis.vllm_args import number_text
-from shared.api.modelbooster import ModelWorker
+from shared.api.modelbooster import DEFAULT_WORKER_PODS, DEFAULT_WORKER_REPLICAS, ModelWorker
 from shared.constants import KIND_MODEL_SERVING, LABEL_MODELSERVING_NAME, WORKLOAD_API_VERSION
 from shared.engine import ConfigError, config_object
 
@@ -87,8 +87,7 @@ def _config(worker: ModelWorker) -> dict[str, Any] | None:
 
 
 def _replicas(worker: ModelWorker) -> int:
-    # Defaulting sets 1 (DECISIONS §3); an undefaulted worker means the same to the API server.
-    return 1 if worker.replicas is None else worker.replicas
+    return DEFAULT_WORKER_REPLICAS if worker.replicas is None else worker.replicas
 
 
 def _pod_labels(plan: BackendPlan, *, with_uid: bool = True) -> dict[str, str]:
@@ -205,7 +204,7 @@ def _engine_mounts(plan: BackendPlan) -> list[dict[str, Any]]:
 def _vllm_spec(plan: BackendPlan, *, settings: SynthesisSettings) -> dict[str, Any]:
     backend = plan.backend
     server = require_worker(backend, "server")
-    pods = 1 if server.pods is None else server.pods
+    pods = DEFAULT_WORKER_PODS if server.pods is None else server.pods
     replicas = _replicas(server)
     return {
         "schedulerName": backend.scheduler_name or "",
