@@ -1,0 +1,127 @@
+"""ModelBooster status rules of DECISIONS.md §6: conditions, observedGeneration, no flapping, Failed cleared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconciler.status import (
+    BackendState,
+    Outcome,
+    WantedCondition,
+    booster_status,
+    merge_conditions,
+    status_differs,
+)
+
+T0 = "2026-01-01T00:00:00Z"
+T1 = "2026-01-01T00:05:00Z"
+
+
+def conditions_by_type(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status["conditions"]}
+
+
+def test_first_status_after_all_children_applied() -> None:
+    status = booster_status(
+        None,
+        generation=1,
+        outcome=Outcome(applied_all=True),
+        backends=[BackendState("a", available=False, replicas=0), BackendState("b", available=False, replicas=0)],
+        now=T0,
+    )
+    assert [c["type"] for c in status["conditions"]] == ["Initialized", "Active", "Failed"]
+    by_type = conditions_by_type(status)
+    assert by_type["Initialized"] == {
+        "type": "Initialized",
+        "status": "True",
+        "reason": "ModelInitialized",
+        "message": "ModelBooster initialized",
+        "lastTransitionTime": T0,
+        "observedGeneration": 1,
+    }
+    assert by_type["Active"]["status"] == "False"
+    assert by_type["Active"]["reason"] == "ModelProcessing"
+    assert by_type["Active"]["message"] == "ModelBooster not ready yet: backends not available: a, b"
+    assert by_type["Failed"]["status"] == "False"
+    assert status["observedGeneration"] == 1
+    assert status["backendStatuses"] == [{"name": "a", "replicas": 0}, {"name": "b", "replicas": 0}]
+
+
+def test_active_when_every_backend_is_available() -> None:
+    status = booster_status(
+        None,
+        generation=3,
+        outcome=Outcome(applied_all=True),
+        backends=[BackendState("a", available=True, replicas=2)],
+        now=T0,
+    )
+    active = conditions_by_type(status)["Active"]
+    assert active["status"] == "True"
+    assert active["reason"] == "ModelAvailable"
+    assert active["message"] == "ModelBooster is ready"
+    assert active["observedGeneration"] == 3
+
+
+def test_last_transition_time_moves_only_when_status_changes() -> None:
+    first = booster_status(
+        None, generation=1, outcome=Outcome(applied_all=True), backends=[BackendState("a", False, 0)], now=T0
+    )
+    # Same statuses later (message may differ): times kept, so nothing to write.
+    again = booster_status(
+        first, generation=1, outcome=Outcome(applied_all=True), backends=[BackendState("a", False, 0)], now=T1
+    )
+    assert again == first
+    assert not status_differs(first, again)
+    # Active flips: only Active's time moves.
+    ready = booster_status(
+        first, generation=1, outcome=Outcome(applied_all=True), backends=[BackendState("a", True, 1)], now=T1
+    )
+    by_type = conditions_by_type(ready)
+    assert by_type["Active"]["lastTransitionTime"] == T1
+    assert by_type["Initialized"]["lastTransitionTime"] == T0
+    assert by_type["Failed"]["lastTransitionTime"] == T0
+    assert status_differs(first, ready)
+
+
+def test_failed_is_set_with_the_message_and_cleared_on_recovery() -> None:
+    ok = booster_status(None, generation=1, outcome=Outcome(applied_all=True), backends=[], now=T0)
+    failed = booster_status(
+        ok,
+        generation=2,
+        outcome=Outcome(applied_all=False, failure="validation failed:\n  - spec.x: bad", failure_reason="InvalidSpec"),
+        backends=[],
+        now=T1,
+    )
+    by_type = conditions_by_type(failed)
+    assert by_type["Failed"]["status"] == "True"
+    assert by_type["Failed"]["reason"] == "InvalidSpec"
+    assert by_type["Failed"]["message"] == "validation failed:\n  - spec.x: bad"
+    assert by_type["Failed"]["observedGeneration"] == 2
+    # Initialized stays True once reached, even while a later generation fails.
+    assert by_type["Initialized"]["status"] == "True"
+    recovered = booster_status(failed, generation=3, outcome=Outcome(applied_all=True), backends=[], now="later")
+    assert conditions_by_type(recovered)["Failed"]["status"] == "False"
+    assert conditions_by_type(recovered)["Failed"]["lastTransitionTime"] == "later"
+
+
+def test_initialized_false_until_children_are_applied() -> None:
+    status = booster_status(
+        None, generation=1, outcome=Outcome(applied_all=False, failure="boom"), backends=[], now=T0
+    )
+    by_type = conditions_by_type(status)
+    assert by_type["Initialized"]["status"] == "False"
+    assert by_type["Failed"]["reason"] == "ModelAbnormal"
+
+
+def test_foreign_conditions_are_kept_after_ours() -> None:
+    existing = [{"type": "Custom", "status": "True", "reason": "X", "message": "", "lastTransitionTime": T0}]
+    merged = merge_conditions(existing, [WantedCondition("Active", "False", "R", "m")], generation=None, now=T1)
+    assert [c["type"] for c in merged] == ["Active", "Custom"]
+    assert "observedGeneration" not in merged[0]
+
+
+def test_status_differs_only_on_fields_we_own() -> None:
+    desired = {"observedGeneration": 2, "conditions": [], "backendStatuses": []}
+    assert not status_differs({**desired, "somethingElse": 1}, desired)
+    assert status_differs({**desired, "observedGeneration": 1}, desired)
+    assert status_differs(None, desired)
