@@ -6,7 +6,7 @@ would surface as YAML anchors in `modelbooster render` and as aliasing bugs in a
 
 from __future__ import annotations
 
-import copy
+import marshal
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,7 +42,7 @@ def engine_env(env: Sequence[V1EnvVar] | None, *, settings: SynthesisSettings) -
     defaults = [
         _field_ref("POD_NAME", "metadata.name"),
         _field_ref("NAMESPACE", "metadata.namespace"),
-        *(copy.deepcopy(dict(entry)) for entry in settings.engine_env),
+        *marshal.loads(settings.engine_env_blob),
     ]
     return own + [entry for entry in defaults if entry["name"] not in taken]
 

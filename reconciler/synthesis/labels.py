@@ -8,7 +8,7 @@ Pod templates never carry it; otherwise every child update would also roll the p
 from __future__ import annotations
 
 import hashlib
-import json
+import marshal
 from collections.abc import Collection
 from typing import Any
 
@@ -25,6 +25,7 @@ from shared.constants import (
 
 # 16 hex digits = 64 bits: collisions between two successive revisions of one object are not a concern.
 REVISION_LENGTH = 16
+_MARSHAL_FORMAT = 0
 
 
 def child_labels(*, model: str, backend: str, uid: str) -> dict[str, str]:
@@ -50,7 +51,13 @@ def pod_labels(*, model: str, backend: str, uid: str | None) -> dict[str, str]:
 
 def revision_digest(obj: dict[str, Any], *, ignored_spec_fields: Collection[str] = ()) -> str:
     """Digest of a child's desired content: everything except its own revision label and the spec fields
-    that belong to someone else (a ModelServing's `replicas` once an autoscaler drives it)."""
+    that belong to someone else (a ModelServing's `replicas` once an autoscaler drives it).
+
+    The content is serialised with marshal format 0, Python's oldest and frozen format: it records values
+    only (no object identity, unlike formats 3 and 4) and is several times faster than `json.dumps`, which
+    matters because every reconcile digests every child. Map order counts; children are built in a fixed
+    order, and the API server hands maps back with sorted keys.
+    """
     metadata = dict(obj["metadata"])
     labels = dict(metadata.get("labels") or {})
     labels.pop(LABEL_REVISION, None)
@@ -59,8 +66,7 @@ def revision_digest(obj: dict[str, Any], *, ignored_spec_fields: Collection[str]
     if ignored_spec_fields and isinstance(spec, dict):
         spec = {key: value for key, value in spec.items() if key not in ignored_spec_fields}
     content = {**obj, "metadata": metadata, "spec": spec}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:REVISION_LENGTH]
+    return hashlib.sha256(marshal.dumps(content, _MARSHAL_FORMAT)).hexdigest()[:REVISION_LENGTH]
 
 
 def stamp_revision(obj: dict[str, Any], *, ignored_spec_fields: Collection[str] = ()) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 # The images Kthena's chart configures (kthena-v0.1.0-facts §5.1); the controller's own fallbacks
@@ -41,3 +43,9 @@ class SynthesisSettings:
     runtime_image: str = DEFAULT_RUNTIME_IMAGE
     downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
     engine_env: tuple[Mapping[str, Any], ...] = field(default=DEFAULT_ENGINE_ENV)
+
+    @cached_property
+    def engine_env_blob(self) -> bytes:
+        """`engine_env` frozen as marshal bytes: `marshal.loads` is the cheapest deep copy of JSON-like data,
+        and every engine container needs its own copy."""
+        return marshal.dumps([dict(entry) for entry in self.engine_env])
