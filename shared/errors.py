@@ -56,7 +56,8 @@ def render_value(value: object) -> str:
         return repr(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    # Go's json.Marshal: compact, map keys sorted.
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 
 
 @dataclass(frozen=True)
