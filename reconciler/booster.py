@@ -35,6 +35,7 @@ from reconciler.apply import (
 from reconciler.client import ApiError, KubeClient
 from reconciler.controller import (
     Controller,
+    KeyMapper,
     ObjectKey,
     ReconcileError,
     Result,
@@ -43,8 +44,9 @@ from reconciler.controller import (
     map_to_self,
 )
 from reconciler.events import EventRecorder
-from reconciler.informer import Informer, label_index
+from reconciler.informer import EventType, Informer, label_index
 from reconciler.kinds import CHILD_KINDS, MODEL_BOOSTER, MODEL_SERVING, Kind, child_kind_of
+from reconciler.lora import LoraUpdater, pod_owner_key, pod_owner_uid
 from reconciler.manager import Manager
 from reconciler.metrics import Metrics
 from reconciler.ratelimit import default_controller_rate_limiter
@@ -52,6 +54,7 @@ from reconciler.settings import DynamicSettings
 from reconciler.status import (
     REASON_ABNORMAL,
     REASON_INVALID,
+    REASON_LORA,
     REASON_NOT_OWNED,
     BackendState,
     Outcome,
@@ -95,10 +98,11 @@ class _Report:
     deleted: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     not_owned: list[str] = field(default_factory=list)
+    lora_failures: list[str] = field(default_factory=list)  # already reported by their own events
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.not_owned
+        return not self.failures and not self.not_owned and not self.lora_failures
 
 
 def strip_metadata(obj: dict[str, Any]) -> dict[str, Any]:
@@ -143,8 +147,10 @@ class ModelBoosterReconciler:
         settings: DynamicSettings,
         field_manager: str,
         metrics: Metrics,
+        lora: LoraUpdater | None = None,
         now: Callable[[], str] = rfc3339_now,
     ) -> None:
+        self.lora = lora
         self.client = client
         self.boosters = boosters
         self.children = children
@@ -164,36 +170,54 @@ class ModelBoosterReconciler:
             return Result()
         uid = str(meta.get("uid") or "")
         try:
-            desired = self.desired_children(booster)
+            typed = self.parse(booster)
+            desired = self._synthesize(typed)
         except InvalidSpec as error:
             outcome = Outcome(applied_all=False, failure=str(error), failure_reason=REASON_INVALID)
             await self._write_status(booster, outcome)
             await self.recorder.emit(booster, type="Warning", reason="InvalidSpec", message=str(error))
             raise TerminalError(f"{key}: {error}") from None
 
+        plan = None
+        if self.lora is not None:
+            plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING],
+                                  render=self._synthesize)  # fmt: skip
+            desired = plan.desired
         report = _Report()
-        await self._apply_all(booster, desired, report)
+        outcomes = await self._apply_all(booster, desired, report)
         if report.ok:
             await self._prune(booster, uid, desired, report)
+        if plan is not None and self.lora is not None:
+            model = str(meta.get("name"))
+            for backend, template in plan.templates.items():
+                if outcomes.get(backend_resource_name(model, backend)) is not None:
+                    self.lora.commit(uid=uid, backend=backend, template=template, target=plan.targets[backend])
+            if report.ok and plan.work:
+                report.lora_failures.extend(await self.lora.execute(booster, plan.work))
         if report.not_owned:
             outcome = Outcome(applied_all=False, failure="; ".join(report.not_owned), failure_reason=REASON_NOT_OWNED)
         elif report.failures:
             outcome = Outcome(applied_all=False, failure="; ".join(report.failures), failure_reason=REASON_ABNORMAL)
+        elif report.lora_failures:
+            outcome = Outcome(applied_all=True, failure="; ".join(report.lora_failures), failure_reason=REASON_LORA)
         else:
             outcome = Outcome(applied_all=True)
         await self._write_status(booster, outcome)
         await self._post_events(booster, report)
         if not report.ok:
-            raise ReconcileError("; ".join(report.not_owned + report.failures))
+            raise ReconcileError("; ".join(report.not_owned + report.failures + report.lora_failures))
         return Result()
 
     def desired_children(self, booster: dict[str, Any]) -> list[Desired]:
         """Default, validate and synthesize; raise InvalidSpec with the message a user should see."""
+        return self._synthesize(self.parse(booster))
+
+    @staticmethod
+    def parse(booster: dict[str, Any]) -> ModelBooster:
         try:
-            typed = parse_modelbooster({key: value for key, value in booster.items() if key != "status"})
+            return parse_modelbooster({key: value for key, value in booster.items() if key != "status"})
         except ValidationFailed as error:
             raise InvalidSpec(str(error)) from None
-        return self._synthesize(typed)
 
     def _synthesize(self, typed: ModelBooster) -> list[Desired]:
         try:
@@ -213,7 +237,10 @@ class ModelBoosterReconciler:
             desired.append(Desired(kind=kind, obj=obj, foreign_after_create=foreign))
         return desired
 
-    async def _apply_all(self, booster: dict[str, Any], desired: Sequence[Desired], report: _Report) -> None:
+    async def _apply_all(
+        self, booster: dict[str, Any], desired: Sequence[Desired], report: _Report
+    ) -> dict[str, ChildOutcome]:
+        """Make every child match; returns the ModelServings that are in place, by name."""
         meta = booster["metadata"]
         owner = f"{meta.get('namespace')}/{meta.get('name')}"
         results = await asyncio.gather(
@@ -230,8 +257,11 @@ class ModelBoosterReconciler:
             ),
             return_exceptions=True,
         )
+        servings: dict[str, ChildOutcome] = {}
         for child, result in zip(desired, results, strict=True):
             if isinstance(result, ChildOutcome):
+                if child.kind == MODEL_SERVING:
+                    servings[child.name] = result
                 if result.action == "created":
                     report.created.append(child)
                 elif result.action == "updated":
@@ -244,6 +274,7 @@ class ModelBoosterReconciler:
                 report.failures.append(f"applying {child.ref()} failed: {result}")
             elif isinstance(result, BaseException):
                 raise result
+        return servings
 
     async def _prune(self, booster: dict[str, Any], uid: str, desired: Sequence[Desired], report: _Report) -> None:
         wanted = {(child.kind, child.name) for child in desired}
@@ -329,6 +360,20 @@ def _summary(verb: str, items: Iterable[str]) -> str:
     return f"{verb} {', '.join(items)}"
 
 
+def _pod_mapper(lora: LoraUpdater) -> KeyMapper:
+    """A running engine pod wakes its ModelBooster only when it may need runtime LoRA changes."""
+
+    def mapper(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
+        if new is None or (new.get("status") or {}).get("phase") != "Running":
+            return []
+        if (old or {}).get("status") == new.get("status") or not lora.wants_pod_events(pod_owner_uid(new)):
+            return []
+        key = pod_owner_key(new)
+        return [key] if key is not None else []
+
+    return mapper
+
+
 def condition_counts(boosters: Informer) -> dict[str, int]:
     """`modelbooster_boosters{condition}`: how many ModelBoosters have each condition True (from the cache)."""
     counts = {CONDITION_INITIALIZED: 0, CONDITION_ACTIVE: 0, CONDITION_FAILED: 0}
@@ -347,6 +392,7 @@ def setup_modelbooster_controller(
     recorder: EventRecorder,
     workers: int,
     field_manager: str,
+    lora: LoraUpdater | None = None,
     backoff_base: float = 0.005,
     backoff_max: float = 1000.0,
     retry_qps: float = 10.0,
@@ -372,6 +418,7 @@ def setup_modelbooster_controller(
         settings=settings,
         field_manager=field_manager,
         metrics=manager.metrics,
+        lora=lora,
     )
     controller = Controller(
         name=CONTROLLER_NAME,
@@ -386,6 +433,8 @@ def setup_modelbooster_controller(
     owner_mapper = map_to_controller_owner(MODEL_BOOSTER)
     for informer in children.values():
         controller.watch(informer, owner_mapper)
+    if lora is not None:
+        controller.watch(lora.pods, _pod_mapper(lora))
     manager.add_controller(controller)
     manager.metrics.add_condition_gauge(
         name="modelbooster_boosters",

@@ -35,6 +35,7 @@ MESSAGE_PROCESSING = "ModelBooster not ready yet"
 REASON_ABNORMAL = "ModelAbnormal"
 REASON_INVALID = "InvalidSpec"
 REASON_NOT_OWNED = "OwnershipConflict"
+REASON_LORA = "LoraUpdateFailed"
 REASON_SUCCEEDED = "ReconcileSucceeded"
 MESSAGE_SUCCEEDED = "all children are applied"
 

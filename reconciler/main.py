@@ -1,0 +1,252 @@
+"""`modelbooster reconciler`: run the controller.
+
+Every flag can also be given as an environment variable `MODELBOOSTER_RECONCILER_<FLAG>` (upper case, dashes as
+underscores, e.g. `MODELBOOSTER_RECONCILER_WORKERS=8`); the flag wins over the variable, which wins over the
+built-in default. The settings ConfigMap (`--config-map`) overrides the image and engine-env settings while
+running (reconciler/settings.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from reconciler.leader import LeaseTimings
+from reconciler.logs import configure
+from reconciler.process import serve
+from reconciler.settings import ReconcilerSettings, SettingsError, detect_identity, detect_namespace
+from reconciler.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE
+
+logger = logging.getLogger(__name__)
+
+ENV_PREFIX: Final = "MODELBOOSTER_RECONCILER_"
+
+
+def _namespaces(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    return names
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError("not an integer") from None
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError("not a number") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = _float(text)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise ValueError("must be positive")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _int(text)
+    if not 0 <= value <= 65535:
+        raise ValueError("must be 0..65535")
+    return value
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text.lower() not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return text.lower()
+
+    return parse
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
+@dataclass(frozen=True)
+class _Flag:
+    dest: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+
+
+_FLAGS: Final[dict[str, _Flag]] = {
+    "--kubeconfig": _Flag("kubeconfig", str, None, "kubeconfig file (default: in-cluster, then $KUBECONFIG/~/.kube)"),
+    "--namespaces": _Flag("namespaces", _namespaces, (), "comma-separated namespaces to watch (default: all)"),
+    "--workers": _Flag("workers", _positive_int, 5, "ModelBoosters reconciled in parallel"),
+    "--qps": _Flag("qps", _non_negative_float, 0.0, "client-side API request rate limit (0: none; rely on APF)"),
+    "--burst": _Flag("burst", lambda text: int(_non_negative_float(text)), 0, "burst of the client-side limit"),
+    "--runtime-image": _Flag("runtime_image", str, DEFAULT_RUNTIME_IMAGE, "runtime sidecar image"),
+    "--downloader-image": _Flag("downloader_image", str, DEFAULT_DOWNLOADER_IMAGE, "model/LoRA downloader image"),
+    "--config-map": _Flag("config_map", str, None, "settings ConfigMap in the controller namespace (watched)"),
+    "--controller-namespace": _Flag(
+        "controller_namespace", str, None, "namespace of the settings ConfigMap and the Lease (default: own)"
+    ),
+    "--lease-name": _Flag("lease_name", str, "modelbooster-reconciler", "name of the leader-election Lease"),
+    "--lease-namespace": _Flag("lease_namespace", str, None, "namespace of the Lease (default: own)"),
+    "--lease-duration": _Flag("lease_duration", _positive_float, 15.0, "seconds a Lease stays valid"),
+    "--renew-deadline": _Flag("renew_deadline", _positive_float, 10.0, "seconds the leader may fail to renew"),
+    "--retry-period": _Flag("retry_period", _positive_float, 2.0, "seconds between Lease attempts"),
+    "--metrics-bind-address": _Flag("metrics_host", str, "0.0.0.0", "address of /metrics, /healthz, /readyz"),
+    "--metrics-port": _Flag("metrics_port", _port, 8080, "port of /metrics, /healthz, /readyz (0: off)"),
+    "--log-level": _Flag("log_level", _choice("debug", "info", "warning", "error"), "info", "log level"),
+    "--log-format": _Flag("log_format", _choice("text", "json"), "text", "text, or json (one object per line)"),
+    "--field-manager": _Flag("field_manager", str, "modelbooster", "server-side apply field manager"),
+    "--resync-period": _Flag("resync_period", _non_negative_float, 600.0, "seconds between full resyncs (0: off)"),
+    "--watch-timeout": _Flag("watch_timeout", _positive_int, 300, "server-side timeout of each watch (s)"),
+    "--lora-timeout": _Flag("lora_timeout", _positive_float, 300.0, "timeout of one LoRA load/unload call (s)"),
+    "--shutdown-timeout": _Flag("shutdown_timeout", _non_negative_float, 25.0, "seconds to finish in-flight work"),
+    "--event-loop": _Flag("event_loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop if installed"),
+}
+_LEADER_ELECT_DEFAULT: Final = True
+
+
+def env_name(flag: str) -> str:
+    return ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
+
+
+def _typed(flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
+
+    convert.__name__ = flag.removeprefix("--")
+    return convert
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
+    env = os.environ if environ is None else environ
+    for flag, spec in _FLAGS.items():
+        convert = _typed(flag, spec.parse)
+        default = spec.default
+        variable = env_name(flag)
+        if variable in env:
+            try:
+                default = convert(env[variable])
+            except argparse.ArgumentTypeError as error:
+                parser.error(f"environment variable {variable}: {error}")
+        parser.add_argument(
+            flag, dest=spec.dest, type=convert, default=default, help=f"{spec.help} [env {variable}]"
+        )
+    leader_default = _LEADER_ELECT_DEFAULT
+    variable = env_name("--leader-elect")
+    if variable in env:
+        try:
+            leader_default = _bool(env[variable])
+        except ValueError as error:
+            parser.error(f"environment variable {variable}: {error}")
+    parser.add_argument(
+        "--leader-elect",
+        dest="leader_elect",
+        action=argparse.BooleanOptionalAction,
+        default=leader_default,
+        help=f"elect a leader through a Lease; only the leader writes [env {variable}]",
+    )
+
+
+def settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None) -> ReconcilerSettings:
+    namespace = args.controller_namespace or detect_namespace(environ)
+    return ReconcilerSettings(
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespaces),
+        workers=args.workers,
+        qps=args.qps,
+        burst=args.burst,
+        runtime_image=args.runtime_image,
+        downloader_image=args.downloader_image,
+        config_map=args.config_map,
+        controller_namespace=namespace,
+        leader_elect=args.leader_elect,
+        lease_name=args.lease_name,
+        lease_namespace=args.lease_namespace,
+        identity=detect_identity(environ),
+        lease=LeaseTimings(
+            lease_duration=args.lease_duration, renew_deadline=args.renew_deadline, retry_period=args.retry_period
+        ),
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        field_manager=args.field_manager,
+        resync_period=args.resync_period,
+        watch_timeout=args.watch_timeout,
+        lora_timeout=args.lora_timeout,
+        shutdown_timeout=args.shutdown_timeout,
+    )
+
+
+async def _serve_until_signalled(settings: ReconcilerSettings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await serve(settings, stop=stop)
+
+
+def _runner(event_loop: str) -> Callable[[Coroutine[Any, Any, None]], None] | None:
+    if event_loop == "asyncio":
+        return asyncio.run
+    try:
+        module = importlib.import_module("uvloop")
+    except ImportError:
+        return None if event_loop == "uvloop" else asyncio.run
+    runner: Callable[[Coroutine[Any, Any, None]], None] = module.run
+    return runner
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+    except (SettingsError, ValueError) as error:
+        print(f"modelbooster reconciler: {error}", file=sys.stderr)
+        return 2
+    configure(level=settings.log_level, fmt=settings.log_format)
+    runner = _runner(args.event_loop)
+    if runner is None:
+        print("modelbooster reconciler: --event-loop uvloop requested but uvloop is not installed", file=sys.stderr)
+        return 2
+    try:
+        runner(_serve_until_signalled(settings))
+    except OSError as error:
+        print(f"modelbooster reconciler: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:  # configuration problems surface here (no kubeconfig, bad credentials)
+        logger.debug("fatal error", exc_info=True)
+        print(f"modelbooster reconciler: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,116 @@
+"""Informer cache rules without a server: event application, re-list diffs, write-through, indexes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconciler.client import KubeClient
+from reconciler.informer import Informer, is_newer, label_index
+from reconciler.kinds import MODEL_SERVING
+
+
+def obj(name: str, rv: str, *, ns: str = "ns", uid_label: str = "u1", **extra: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": ns, "resourceVersion": rv, "labels": {"uid": uid_label}},
+        **extra,
+    }
+
+
+@pytest.fixture
+def informer() -> Informer:
+    client = KubeClient.for_url("http://127.0.0.1:9")  # never contacted by these tests
+    return Informer(client, MODEL_SERVING, indexers={"uid": label_index("uid")})
+
+
+@pytest.fixture
+def seen(informer: Informer) -> list[tuple[str, str | None, str | None]]:
+    events: list[tuple[str, str | None, str | None]] = []
+
+    def record(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        events.append((event, old["metadata"]["resourceVersion"] if old else None,
+                       new["metadata"]["resourceVersion"] if new else None))  # fmt: skip
+
+    informer.add_handler(record)
+    return events
+
+
+def test_resource_versions_compare_numerically() -> None:
+    assert is_newer("10", "9")
+    assert not is_newer("9", "10")
+    assert not is_newer("9", "9")
+    assert is_newer("abc", "def")  # opaque: anything different moves forward
+
+
+def test_events_update_the_cache_before_handlers_see_them(informer: Informer, seen: list[Any]) -> None:
+    def check(event: str, old: Any, new: Any) -> None:
+        assert informer.get("ns", "a") is new
+
+    informer.add_handler(check)
+    informer._apply_event("ADDED", obj("a", "1"))
+    informer._apply_event("MODIFIED", obj("a", "2"))
+    assert seen == [("ADDED", None, "1"), ("MODIFIED", "1", "2")]
+
+
+def test_deleted_event_removes_and_reports_last_state(informer: Informer, seen: list[Any]) -> None:
+    informer._apply_event("ADDED", obj("a", "1"))
+    informer._apply_event("DELETED", obj("a", "5"))
+    assert informer.get("ns", "a") is None
+    assert seen[-1] == ("DELETED", "1", None)
+    assert informer.by_index("uid", "u1") == []
+
+
+def test_write_through_suppresses_the_echo_of_our_own_write(informer: Informer, seen: list[Any]) -> None:
+    informer._apply_event("ADDED", obj("a", "1"))
+    informer.write_through(obj("a", "3"))
+    assert informer.get("ns", "a")["metadata"]["resourceVersion"] == "3"
+    informer._apply_event("MODIFIED", obj("a", "3"))  # the watch event of our write
+    assert seen == [("ADDED", None, "1")]
+
+
+def test_older_events_are_delivered_but_never_roll_the_cache_back(informer: Informer, seen: list[Any]) -> None:
+    informer.write_through(obj("a", "5"))
+    informer._apply_event("MODIFIED", obj("a", "4"))  # someone else's change, before ours
+    assert informer.get("ns", "a")["metadata"]["resourceVersion"] == "5"
+    assert seen == [("MODIFIED", "5", "4")]
+
+
+def test_write_through_ignores_stale_responses(informer: Informer) -> None:
+    informer._apply_event("ADDED", obj("a", "7"))
+    informer.write_through(obj("a", "6"))
+    assert informer.get("ns", "a")["metadata"]["resourceVersion"] == "7"
+
+
+def test_relist_emits_exactly_the_differences(informer: Informer, seen: list[Any]) -> None:
+    informer._replace(None, [obj("a", "1"), obj("b", "2")])
+    seen.clear()
+    informer._replace(None, [obj("a", "1"), obj("b", "3"), obj("c", "4")])
+    informer._replace(None, [obj("b", "3"), obj("c", "4")])
+    assert seen == [("MODIFIED", "2", "3"), ("ADDED", None, "4"), ("DELETED", "1", None)]
+    assert sorted(o["metadata"]["name"] for o in informer.objects()) == ["b", "c"]
+
+
+def test_relist_of_one_namespace_leaves_others_alone(informer: Informer, seen: list[Any]) -> None:
+    informer._replace("x", [obj("a", "1", ns="x")])
+    informer._replace("y", [obj("a", "2", ns="y")])
+    informer._replace("x", [])
+    assert informer.get("y", "a") is not None
+    assert informer.get("x", "a") is None
+    assert informer.objects("y") == [obj("a", "2", ns="y")]
+
+
+def test_index_follows_label_changes(informer: Informer) -> None:
+    informer._apply_event("ADDED", obj("a", "1", uid_label="u1"))
+    informer._apply_event("MODIFIED", obj("a", "2", uid_label="u2"))
+    assert informer.by_index("uid", "u1") == []
+    assert [o["metadata"]["name"] for o in informer.by_index("uid", "u2")] == ["a"]
+
+
+def test_transform_applies_to_every_path(seen: list[Any]) -> None:
+    client = KubeClient.for_url("http://127.0.0.1:9")
+    informer = Informer(client, MODEL_SERVING, transform=lambda o: {**o, "trimmed": True})
+    informer._apply_event("ADDED", obj("a", "1"))
+    informer._replace(None, [obj("b", "1")])
+    informer.write_through(obj("c", "1"))
+    assert all(o.get("trimmed") for o in informer.objects())
