@@ -1,0 +1,221 @@
+"""The state-dependent M/M/1/K queue of one inference replica, and bisection (inferno-facts.md §4.3, §4.4).
+
+A replica with n requests in the system (n = 0..K) serves min(n, N) of them as one batch and completes
+requests at the state-dependent rate mu_min(n,N); arrivals at n = K are blocked. This is a birth-death chain:
+p_{n+1} = p_n * lambda / mu_min(n+1,N).
+
+Everything is float64 (upstream used float32). The chain is evaluated in log space, because for batch sizes in
+the hundreds the products overflow, and the states above N (where the departure rate is constant) are summed
+in closed form, so one solve costs O(N) rather than O(K). Queue length and wait come from the tail directly
+rather than as T - S, which upstream computed in float32 and got cancellation noise of a few microseconds.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+# Below |m * log r| < this the geometric tail is nearly flat and its closed form would cancel; use the series.
+_FLAT_TAIL: Final = 1e-5
+
+DEFAULT_RTOL: Final = 1e-9
+DEFAULT_XTOL: Final = 1e-12
+DEFAULT_MAX_ITERATIONS: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMetrics:
+    """Steady state of the chain at one offered arrival rate. Rates in requests/ms, times in ms."""
+
+    arrival_rate: float
+    throughput: float
+    idle_probability: float
+    blocking_probability: float
+    avg_in_system: float
+    avg_in_service: float
+    avg_in_queue: float
+    avg_response_time: float
+    avg_service_time: float
+    avg_wait_time: float
+
+    @property
+    def rho(self) -> float:
+        """Utilisation as the legacy optimizer reports it: the probability the replica is busy."""
+        return 1.0 - self.idle_probability
+
+
+class StateDependentQueue:
+    """Birth-death chain on 0..capacity with departure rates service_rates[min(n, N) - 1]."""
+
+    __slots__ = ("_capacity", "_indices", "_log_prefix", "_log_top_rate", "_rates")
+
+    def __init__(self, *, service_rates: Sequence[float], capacity: int) -> None:
+        if not service_rates:
+            raise ValueError("a queue needs at least one service rate")
+        if any(not (rate > 0 and math.isfinite(rate)) for rate in service_rates):
+            raise ValueError(f"service rates must be finite and > 0, got {list(service_rates)!r}")
+        if capacity < len(service_rates):
+            raise ValueError(f"capacity {capacity} is below the batch size {len(service_rates)}")
+        self._rates = tuple(float(rate) for rate in service_rates)
+        self._capacity = capacity
+        prefix = [0.0]
+        for rate in self._rates:
+            prefix.append(prefix[-1] + math.log(rate))
+        # log of prod_{i<=n} mu_i for n = 0..N: the head of the chain is lambda^n / prod mu_i.
+        self._log_prefix = tuple(prefix)
+        self._indices = range(len(prefix))
+        self._log_top_rate = math.log(self._rates[-1])
+
+    @property
+    def max_batch(self) -> int:
+        return len(self._rates)
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def service_rate(self, n: int) -> float:
+        """mu_n for n >= 1 (constant above the batch size)."""
+        return self._rates[min(n, len(self._rates)) - 1]
+
+    def solve(self, arrival_rate: float) -> QueueMetrics:
+        if not (arrival_rate >= 0 and math.isfinite(arrival_rate)):
+            raise ValueError(f"arrival rate must be finite and >= 0, got {arrival_rate!r}")
+        if arrival_rate == 0:
+            return self._empty()
+        batch = len(self._rates)
+        tail_states = self._capacity - batch
+        log_rate = math.log(arrival_rate)
+        log_head = [n * log_rate - c for n, c in zip(self._indices, self._log_prefix, strict=True)]
+        log_ratio = log_rate - self._log_top_rate  # log(lambda / mu_N): the tail is geometric in it
+        log_last = log_head[batch] + tail_states * log_ratio  # state K
+        top = max(log_head)
+        top = max(top, log_last)
+
+        weights = [math.exp(x - top) for x in log_head]
+        head_mass = math.fsum(weights)
+        head_in_service = math.fsum(map(operator.mul, self._indices, weights))
+        if tail_states > 0:
+            log_tail_sum, mean_excess = _geometric_tail(log_ratio, tail_states)
+            tail_mass = math.exp(log_head[batch] + log_tail_sum - top)
+            log_below_last, _ = _geometric_tail(log_ratio, tail_states - 1)
+            mass_below_last = head_mass + math.exp(log_head[batch] + log_below_last - top)
+        else:
+            tail_mass = mean_excess = 0.0
+            mass_below_last = head_mass - weights[batch]
+        total = head_mass + tail_mass
+        in_service = head_in_service + batch * tail_mass
+        in_queue = tail_mass * mean_excess
+        throughput = arrival_rate * mass_below_last / total
+        avg_in_service = in_service / total
+        avg_in_queue = in_queue / total
+        return QueueMetrics(
+            arrival_rate=arrival_rate,
+            throughput=throughput,
+            idle_probability=weights[0] / total,
+            blocking_probability=math.exp(log_last - top) / total,
+            avg_in_system=avg_in_service + avg_in_queue,
+            avg_in_service=avg_in_service,
+            avg_in_queue=avg_in_queue,
+            avg_response_time=(avg_in_service + avg_in_queue) / throughput,
+            avg_service_time=avg_in_service / throughput,
+            avg_wait_time=avg_in_queue / throughput,
+        )
+
+    def _empty(self) -> QueueMetrics:
+        # The lambda -> 0 limits: a lone request is served at mu_1 and never waits.
+        single = 1.0 / self._rates[0]
+        return QueueMetrics(
+            arrival_rate=0.0,
+            throughput=0.0,
+            idle_probability=1.0,
+            blocking_probability=0.0,
+            avg_in_system=0.0,
+            avg_in_service=0.0,
+            avg_in_queue=0.0,
+            avg_response_time=single,
+            avg_service_time=single,
+            avg_wait_time=0.0,
+        )
+
+
+def _geometric_tail(log_ratio: float, count: int) -> tuple[float, float]:
+    """For weights r^j, j = 1..count: log of their sum, and the mean of j under them.
+
+    Written with expm1 so that neither r -> 0, r -> 1 nor r >> 1 overflows or cancels.
+    """
+    if count <= 0:
+        return -math.inf, 0.0
+    a = log_ratio
+    x = count * a
+    if abs(x) < _FLAT_TAIL:
+        # Cumulant expansion of a uniform j on 1..count tilted by e^{a j}.
+        mean = (count + 1) / 2
+        variance = (count * count - 1) / 12
+        return math.log(count) + a * mean + a * a * variance / 2, mean + a * variance
+    if a < 0:
+        log_sum = a + math.log(math.expm1(x) / math.expm1(a))
+        mean = 1.0 + math.exp(a) / -math.expm1(a) - count * math.exp(x) / -math.expm1(x)
+    else:
+        log_sum = x + math.log(-math.expm1(-x)) - math.log(-math.expm1(-a))
+        mean = 1.0 + 1.0 / math.expm1(-a) - count / math.expm1(-x)
+    return log_sum, mean
+
+
+@dataclass(frozen=True, slots=True)
+class BisectionResult:
+    """`found`: f(x) is within the tolerance of the target, or x is the last point with f(x) on the target's
+    side; `below`/`above`: the target is below/above every value of f on the interval, and x is the end
+    nearest to it."""
+
+    x: float
+    outcome: Literal["found", "below", "above"]
+    iterations: int
+
+
+def bisect(
+    f: Callable[[float], float],
+    *,
+    lo: float,
+    hi: float,
+    target: float,
+    rtol: float = DEFAULT_RTOL,
+    xtol: float = DEFAULT_XTOL,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+) -> BisectionResult:
+    """Find x in [lo, hi] with f(x) = target for a monotone f.
+
+    Stops when |f(x) - target| <= rtol * |target| or when the bracket is narrower than xtol relative to its
+    upper end. Upstream's relative test had a precedence bug and ran 100 float32 halvings; this one has a
+    real tolerance (DECISIONS.md §8). Without an exact hit it returns the bracket end whose f is on the
+    target's "<=" side, so an SLO computed from it is never exceeded by more than the tolerance.
+    """
+    if not lo <= hi:
+        raise ValueError(f"empty interval [{lo!r}, {hi!r}]")
+    f_lo, f_hi = f(lo), f(hi)
+    tolerance = rtol * abs(target)
+    if abs(f_lo - target) <= tolerance:
+        return BisectionResult(x=lo, outcome="found", iterations=0)
+    if abs(f_hi - target) <= tolerance:
+        return BisectionResult(x=hi, outcome="found", iterations=0)
+    increasing = f_hi >= f_lo
+    smallest, largest = (f_lo, f_hi) if increasing else (f_hi, f_lo)
+    if target < smallest:
+        return BisectionResult(x=lo if increasing else hi, outcome="below", iterations=0)
+    if target > largest:
+        return BisectionResult(x=hi if increasing else lo, outcome="above", iterations=0)
+    for iteration in range(1, max_iterations + 1):
+        mid = (lo + hi) / 2
+        value = f(mid)
+        if abs(value - target) <= tolerance:
+            return BisectionResult(x=mid, outcome="found", iterations=iteration)
+        if (value < target) == increasing:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= xtol * max(abs(lo), abs(hi)):
+            return BisectionResult(x=lo if increasing else hi, outcome="found", iterations=iteration)
+    return BisectionResult(x=lo if increasing else hi, outcome="found", iterations=max_iterations)

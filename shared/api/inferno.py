@@ -1,0 +1,338 @@
+"""Inferno custom resources: `inferno.platform.ai/v1alpha1` (DECISIONS.md §8, inferno-facts.md §1).
+
+These are the field shapes of the reference Inferno controller, i.e. the "legacy" generation of the Inferno
+API (`alpha`/`beta`, `slo-itl`/`slo-ttw`, `avgLength`, `itlAverage`/`waitAverage`). Python names are
+snake_case; the wire (and CRD) names are the camelCase aliases, so
+`model_dump(by_alias=True, exclude_none=True)` is the form written to the API server.
+
+Where we validate instead of silently remapping (DECISIONS.md §8):
+- `ServiceClass.spec.priority` must be 1..100 (the reference defaulted it to 0 and the optimizer then
+  turned anything outside 1..100 into 100, the lowest priority); our default is 100, the same meaning.
+- SLO targets, when given, must be > 0; an absent target means "no target" (the reference used 0 for that).
+- Accelerator costs must be > 0, rates and token counts >= 0, batch sizes and accelerator counts >= 1.
+
+Additive to the reference: `Optimizer.spec.data.optimizer.saturationPolicy` and `.delayedBestEffort` (the
+optimizer's own flags, which the reference controller could not pass), and the Optimizer status fields that
+record each run (conditions, time, duration, cost).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+GROUP: Final = "inferno.platform.ai"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = "inferno.platform.ai/v1alpha1"  # f"{GROUP}/{VERSION}", spelled out for Literal typing
+FINALIZER: Final = "inferno.platform.ai/finalizer"
+
+KIND_ACCELERATOR: Final = "Accelerator"
+KIND_MODEL: Final = "Model"
+KIND_SERVICE_CLASS: Final = "ServiceClass"
+KIND_SERVER: Final = "Server"
+KIND_CAPACITY: Final = "Capacity"
+KIND_OPTIMIZER: Final = "Optimizer"
+
+PLURAL_ACCELERATORS: Final = "accelerators"
+PLURAL_MODELS: Final = "models"
+PLURAL_SERVICE_CLASSES: Final = "serviceclasses"
+PLURAL_SERVERS: Final = "servers"
+PLURAL_CAPACITIES: Final = "capacities"
+PLURAL_OPTIMIZERS: Final = "optimizers"
+
+HIGHEST_PRIORITY: Final = 1
+LOWEST_PRIORITY: Final = 100
+DEFAULT_PRIORITY: Final = LOWEST_PRIORITY
+
+SaturationPolicy = Literal["None", "PriorityExhaustive", "PriorityRoundRobin", "RoundRobin"]
+SATURATION_POLICIES: Final[tuple[SaturationPolicy, ...]] = (
+    "None",
+    "PriorityExhaustive",
+    "PriorityRoundRobin",
+    "RoundRobin",
+)
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+NonEmptyName = Annotated[str, Field(min_length=1)]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class ObjectMeta(BaseModel):
+    """The parts of `metadata` we read; everything else is kept as it came."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = Field(default=None, alias="resourceVersion")
+    generation: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    finalizers: list[str] | None = None
+    deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
+
+
+class ActiveStatus(_Wire):
+    """Status shared by five of the six kinds: set once a stateful controller mirrored the object."""
+
+    active: bool | None = Field(default=None, description="true once pushed to a stateful optimizer")
+
+
+# --- Accelerator -----------------------------------------------------------------------------------------
+
+
+class PowerSpec(_Wire):
+    """Piecewise-linear power model (Watts); informational, never used in a decision."""
+
+    idle: int = Field(ge=0, description="Watts at 0% utilisation")
+    full: int = Field(ge=0, description="Watts at 100% utilisation")
+    mid_power: int = Field(alias="midPower", ge=0, description="Watts at the inflection utilisation")
+    mid_util: float = Field(alias="midUtil", ge=0, le=1, description="utilisation at the inflection point")
+
+
+class AcceleratorSpec(_Wire):
+    name: NonEmptyName = Field(description="accelerator name, referred to by Model data and allocations")
+    type: NonEmptyName = Field(description="physical device type; capacity is counted per type")
+    multiplicity: int = Field(default=1, ge=1, description="physical cards of `type` in one accelerator")
+    mem_size: int | None = Field(default=None, alias="memSize", ge=0, description="GB; informational")
+    mem_bw: int | None = Field(default=None, alias="memBW", ge=0, description="GB/s; informational")
+    power: PowerSpec | None = None
+    cost: float = Field(gt=0, description="cents per hour for one accelerator of this name")
+
+
+class Accelerator(_Wire):
+    api_version: Literal["inferno.platform.ai/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["Accelerator"] = KIND_ACCELERATOR
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AcceleratorSpec
+    status: ActiveStatus | None = None
+
+
+# --- Model -----------------------------------------------------------------------------------------------
+
+
+class ModelAcceleratorPerf(_Wire):
+    """Decode performance of one model on one accelerator: ITL(n) = alpha + beta * n ms at batch n."""
+
+    acc: NonEmptyName = Field(description="accelerator name")
+    acc_count: int = Field(alias="accCount", ge=1, description="accelerators of that name per replica")
+    alpha: float = Field(ge=0, description="ms, base of the per-token decode time")
+    beta: float = Field(ge=0, description="ms per batched request, slope of the decode time")
+    max_batch_size: int = Field(alias="maxBatchSize", ge=1, description="largest batch at atTokens tokens")
+    at_tokens: int = Field(alias="atTokens", ge=1, description="tokens per request when maxBatchSize was measured")
+
+    @model_validator(mode="after")
+    def _decode_time_is_positive(self) -> ModelAcceleratorPerf:
+        if self.alpha + self.beta <= 0:
+            raise ValueError("alpha and beta cannot both be 0: the decode time would be 0 ms")
+        return self
+
+
+class ModelSpec(_Wire):
+    name: NonEmptyName = Field(description="model name")
+    data: list[ModelAcceleratorPerf] = Field(default_factory=list, description="one entry per accelerator")
+
+    @model_validator(mode="after")
+    def _one_entry_per_accelerator(self) -> ModelSpec:
+        _reject_duplicates([entry.acc for entry in self.data], what="data[].acc")
+        return self
+
+
+class Model(_Wire):
+    api_version: Literal["inferno.platform.ai/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["Model"] = KIND_MODEL
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ModelSpec
+    status: ActiveStatus | None = None
+
+
+# --- ServiceClass ----------------------------------------------------------------------------------------
+
+
+class ModelSLO(_Wire):
+    """SLO targets of one model in a class; an absent target is no target."""
+
+    model: NonEmptyName = Field(description="model name")
+    slo_itl: float | None = Field(default=None, alias="slo-itl", gt=0, description="inter-token latency, ms")
+    slo_ttw: float | None = Field(
+        default=None, alias="slo-ttw", gt=0, description="request waiting time (95th percentile), ms"
+    )
+    slo_tps: float | None = Field(default=None, alias="slo-tps", gt=0, description="throughput, tokens/s")
+
+
+class ServiceClassSpec(_Wire):
+    name: NonEmptyName = Field(description="class name, e.g. Premium")
+    priority: int = Field(
+        default=DEFAULT_PRIORITY,
+        ge=HIGHEST_PRIORITY,
+        le=LOWEST_PRIORITY,
+        description="1 is the highest priority, 100 the lowest",
+    )
+    data: list[ModelSLO] = Field(default_factory=list, description="SLO targets per model")
+
+    @model_validator(mode="after")
+    def _one_target_per_model(self) -> ServiceClassSpec:
+        _reject_duplicates([target.model for target in self.data], what="data[].model")
+        return self
+
+
+class ServiceClass(_Wire):
+    api_version: Literal["inferno.platform.ai/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["ServiceClass"] = KIND_SERVICE_CLASS
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ServiceClassSpec
+    status: ActiveStatus | None = None
+
+
+# --- Server ----------------------------------------------------------------------------------------------
+
+
+class ServerLoad(_Wire):
+    arrival_rate: float = Field(alias="arrivalRate", ge=0, description="requests per minute")
+    avg_length: int = Field(alias="avgLength", ge=0, description="tokens per request")
+    arrival_cov: float | None = Field(
+        default=None, alias="arrivalCOV", ge=0, description="coefficient of variation of inter-arrival times"
+    )
+    service_cov: float | None = Field(
+        default=None, alias="serviceCOV", ge=0, description="coefficient of variation of service times"
+    )
+
+
+class AllocationData(_Wire):
+    accelerator: str = Field(description='accelerator name; "" means no allocation')
+    num_replicas: int = Field(alias="numReplicas", ge=0)
+    max_batch: int | None = Field(default=None, alias="maxBatch", ge=0)
+    cost: float | None = Field(default=None, ge=0, description="cents per hour")
+    itl_average: float | None = Field(default=None, alias="itlAverage", ge=0, description="ms")
+    wait_average: float | None = Field(default=None, alias="waitAverage", ge=0, description="ms")
+    load: ServerLoad | None = None
+
+
+class ServerSpec(_Wire):
+    name: NonEmptyName = Field(description="server name; the key of the optimizer's solution")
+    class_name: NonEmptyName = Field(alias="class", description="service class name")
+    model: NonEmptyName = Field(description="model name")
+    current_alloc: AllocationData | None = Field(
+        default=None, alias="currentAlloc", description="observed allocation; its load is what is sized for"
+    )
+    desired_alloc: AllocationData | None = Field(
+        default=None, alias="desiredAlloc", description="written by the controller from the optimizer"
+    )
+
+
+class Server(_Wire):
+    api_version: Literal["inferno.platform.ai/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["Server"] = KIND_SERVER
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ServerSpec
+    status: ActiveStatus | None = None
+
+
+# --- Capacity --------------------------------------------------------------------------------------------
+
+
+class AcceleratorCount(_Wire):
+    type: NonEmptyName = Field(description="physical accelerator type")
+    count: int = Field(default=0, ge=0, description="free physical units of that type")
+
+
+class CapacitySpec(_Wire):
+    count: list[AcceleratorCount] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_count_per_type(self) -> CapacitySpec:
+        _reject_duplicates([entry.type for entry in self.count], what="count[].type")
+        return self
+
+
+class Capacity(_Wire):
+    api_version: Literal["inferno.platform.ai/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["Capacity"] = KIND_CAPACITY
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CapacitySpec
+    status: ActiveStatus | None = None
+
+
+# --- Optimizer -------------------------------------------------------------------------------------------
+
+
+class OptimizerSpec(_Wire):
+    unlimited: bool = Field(description="ignore capacity (capacity planning, cloud)")
+    heterogeneous: bool = Field(description="allow mixed accelerators within one server (MILP only)")
+    milp_solver: bool = Field(alias="milpSolver", description="use the MILP solver instead of greedy")
+    use_cplex: bool = Field(alias="useCplex", description="accepted for compatibility; HiGHS solves both")
+    delayed_best_effort: bool | None = Field(
+        default=None, alias="delayedBestEffort", description="best-effort only after all priority groups"
+    )
+    saturation_policy: SaturationPolicy | None = Field(
+        default=None, alias="saturationPolicy", description="what to do with servers that do not fit"
+    )
+
+
+class OptimizerData(_Wire):
+    optimizer: OptimizerSpec
+
+
+class OptimizerObjectSpec(_Wire):
+    optimize: bool = Field(description="set to true to request one optimisation run")
+    data: OptimizerData
+
+
+class Condition(_Wire):
+    type: NonEmptyName
+    status: ConditionStatus
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    observed_generation: int | None = Field(default=None, alias="observedGeneration", ge=0)
+
+
+class OptimizerStatus(_Wire):
+    done: bool | None = Field(default=None, description="set after a successful run")
+    conditions: list[Condition] | None = None
+    last_run_time: str | None = Field(default=None, alias="lastRunTime", description="RFC 3339 start of the run")
+    last_run_duration_seconds: float | None = Field(default=None, alias="lastRunDurationSeconds", ge=0)
+    total_cost: float | None = Field(default=None, alias="totalCost", ge=0, description="cents per hour")
+    unallocated_servers: list[str] | None = Field(
+        default=None, alias="unallocatedServers", description="servers the last run could not place"
+    )
+
+
+class Optimizer(_Wire):
+    api_version: Literal["inferno.platform.ai/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["Optimizer"] = KIND_OPTIMIZER
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: OptimizerObjectSpec
+    status: OptimizerStatus | None = None
+
+
+InfernoObject = Accelerator | Model | ServiceClass | Server | Capacity | Optimizer
+
+# (kind, plural, root model) for the CRD generator and for dispatching parsed objects by kind.
+INFERNO_KINDS: Final[list[tuple[str, str, type[BaseModel]]]] = [
+    (KIND_ACCELERATOR, PLURAL_ACCELERATORS, Accelerator),
+    (KIND_MODEL, PLURAL_MODELS, Model),
+    (KIND_SERVICE_CLASS, PLURAL_SERVICE_CLASSES, ServiceClass),
+    (KIND_SERVER, PLURAL_SERVERS, Server),
+    (KIND_CAPACITY, PLURAL_CAPACITIES, Capacity),
+    (KIND_OPTIMIZER, PLURAL_OPTIMIZERS, Optimizer),
+]
+
+
+def _reject_duplicates(values: list[str], *, what: str) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{what}: duplicate value {value!r}")
+        seen.add(value)
+
+
+def dump_wire(obj: BaseModel) -> dict[str, Any]:
+    """The JSON form written to the API server."""
+    return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
