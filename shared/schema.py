@@ -186,6 +186,13 @@ class _Converter:
                 elif isinstance(value, Mapping):
                     result["additionalProperties"] = self.convert(value, stack=stack, where=f"{where}[*]")
                 # `false` (pydantic's extra="forbid") is what pruning does anyway: drop it.
+            elif key in ("ge", "le"):
+                # pydantic leaves a bound in its own spelling when a validator wraps the number type
+                result["minimum" if key == "ge" else "maximum"] = value
+            elif key in ("gt", "lt"):
+                bound = "Minimum" if key == "gt" else "Maximum"
+                result[bound.lower()] = value
+                result[f"exclusive{bound}"] = True
             elif key == "exclusiveMinimum" and not isinstance(value, bool):
                 result["minimum"] = value
                 result["exclusiveMinimum"] = True

@@ -17,6 +17,8 @@ class ApiModel(BaseModel):
         serialize_by_alias=True,
         extra="forbid",
         frozen=False,
+        # Like the API server's schema validation: "1" is not an integer and "true" is not a boolean.
+        strict=True,
     )
 
     def to_wire(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from kubernetes.client import V1Affinity, V1EnvFromSource, V1EnvVar, V1Toleration
-from pydantic import ConfigDict, Field, JsonValue
+from pydantic import BeforeValidator, ConfigDict, Field, JsonValue
 
 from shared.api.base import ApiModel, Condition, ObjectMeta
 from shared.constants import DNS1123_LABEL_PATTERN, MAX_BACKENDS, MAX_REPLICAS
@@ -45,8 +45,19 @@ DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD = "30s"
 DEFAULT_COST_EXPANSION_RATE_PERCENT = 200
 
 DnsLabel = Annotated[str, Field(pattern=DNS1123_LABEL_PATTERN)]
-Int32 = Annotated[int, Field(json_schema_extra={"format": "int32"})]
-Replicas = Annotated[int, Field(ge=0, le=MAX_REPLICAS, json_schema_extra={"format": "int32"})]
+
+
+def _integral(value: object) -> object:
+    """JSON has one number type: `3.0` (or YAML's `1e6`) is an integer to the API server, so it is to us."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Int32 = Annotated[int, Field(json_schema_extra={"format": "int32"}), BeforeValidator(_integral)]
+Replicas = Annotated[
+    int, Field(ge=0, le=MAX_REPLICAS, json_schema_extra={"format": "int32"}), BeforeValidator(_integral)
+]
 # A declared-but-unsupported feature: any JSON object, kept so admission can reject it by name.
 UnsupportedFeature = Annotated[dict[str, Any], Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})]
 
@@ -192,7 +203,9 @@ class BackendStatus(ApiModel):
 class ModelBoosterStatus(ApiModel):
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=_list_map("type"))
     backend_statuses: list[BackendStatus] | None = Field(default=None, json_schema_extra=_ATOMIC)
-    observed_generation: int | None = Field(default=None, json_schema_extra={"format": "int64"})
+    observed_generation: Annotated[int, BeforeValidator(_integral)] | None = Field(
+        default=None, json_schema_extra={"format": "int64"}
+    )
     # Our addition: the number of backends, for the `Backends` printer column (JSONPath cannot count).
     backend_count: Int32 | None = Field(default=None, ge=0)
 
