@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,23 @@ def load_documents(text: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.load_all(text, Loader=_UniqueKeyLoader) if doc]
 
 
+@lru_cache(maxsize=64)
+def _parse_crd_file(text: str) -> tuple[dict[str, Any], ...]:
+    # CRD files are large (the ModelServing one is ~0.4 MB) and the same for every render: parse each once,
+    # with the C loader. They are generated, so the duplicate-key check of templates is not needed here.
+    return tuple(doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc)
+
+
 @dataclass(frozen=True)
 class Rendered:
     objects: list[dict[str, Any]]  # every object the templates produce, in template order
     notes: str
-    crds: list[dict[str, Any]]  # the CRDs an install with these values would create
+    crd_files: tuple[tuple[str, str], ...]  # (chart path, text) of the CRDs an install with these values creates
+
+    @property
+    def crds(self) -> list[dict[str, Any]]:
+        """The CRD objects an install with these values would create (do not modify: they are shared)."""
+        return [crd for _, text in self.crd_files for crd in _parse_crd_file(text)]
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for obj in self.objects if obj["kind"] == kind]
@@ -68,7 +81,7 @@ class Rendered:
 def render(values: Mapping[str, Any] | None = None, *, release: str = RELEASE, namespace: str = NAMESPACE) -> Rendered:
     with helm.Chart.load(CHART_DIR) as chart:
         manifests = chart.render(dict(values or {}), name=release, namespace=namespace, is_install=True)
-        crds = [doc for crd in chart.crds for doc in load_documents(crd["data"])]
+        crd_files = tuple((crd["filename"], crd["data"]) for crd in chart.crds)
     notes = ""
     objects: list[dict[str, Any]] = []
     for path in sorted(manifests):
@@ -76,7 +89,7 @@ def render(values: Mapping[str, Any] | None = None, *, release: str = RELEASE, n
             notes = manifests[path]
         else:
             objects.extend(load_documents(manifests[path]))
-    return Rendered(objects=objects, notes=notes, crds=crds)
+    return Rendered(objects=objects, notes=notes, crd_files=crd_files)
 
 
 def container_args(deployment: Mapping[str, Any], container: str) -> list[str]:

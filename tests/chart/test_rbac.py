@@ -1,0 +1,301 @@
+"""The reconciler's rights, and the helpers the end-to-end tests use to compare them with real requests.
+
+Expected grants are written from the requests each process makes (DECISIONS.md §6, §8, the certificate duty)
+and from Kthena's Q2 (the reference could not create autoscaling objects nor delete stale children).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.chart.rbac import (
+    ApiRequest,
+    Grant,
+    RbacError,
+    grants_for_service_account,
+    is_allowed,
+    request_from_http,
+    unused_grants,
+)
+from tests.chart.render import NAMESPACE, Rendered, render
+
+P = "mb-modelbooster"
+RECONCILER_SA = f"{P}-reconciler"
+WORKLOAD = "workload.serving.volcano.sh"
+NETWORKING = "networking.serving.volcano.sh"
+INFERNO = "inferno.platform.ai"
+CHILD_WRITES = ("get", "list", "watch", "create", "update", "patch", "delete")
+
+
+def _workload_grants(namespace: str | None) -> set[Grant]:
+    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("get", "list", "watch")}
+    grants |= {Grant(WORKLOAD, "modelboosters/status", verb, namespace) for verb in ("patch", "update")}
+    for group, resources in (
+        (WORKLOAD, ("modelservings", "autoscalingpolicies", "autoscalingpolicybindings")),
+        (NETWORKING, ("modelservers", "modelroutes")),
+    ):
+        grants |= {Grant(group, resource, verb, namespace) for resource in resources for verb in CHILD_WRITES}
+    grants |= {Grant("", "events", verb, namespace) for verb in ("create", "patch")}
+    grants |= {Grant("", "pods", verb, namespace) for verb in ("get", "list", "watch")}
+    for resource in ("accelerators", "models", "serviceclasses", "capacities"):
+        grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("get", "list", "watch")}
+    for resource in ("servers", "optimizers"):
+        grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("get", "list", "watch", "patch", "update")}
+    grants |= {Grant(INFERNO, "optimizers/status", verb, namespace) for verb in ("patch", "update")}
+    return grants
+
+
+def _release_namespace_grants(*, self_signed: bool) -> set[Grant]:
+    settings = frozenset({f"{P}-reconciler"})
+    grants = {Grant("", "configmaps", verb, NAMESPACE, settings) for verb in ("get", "list", "watch")}
+    grants.add(Grant("coordination.k8s.io", "leases", "create", NAMESPACE))
+    grants |= {
+        Grant("coordination.k8s.io", "leases", v, NAMESPACE, frozenset({f"{P}-reconciler"})) for v in ("get", "update")
+    }
+    if self_signed:
+        secrets = frozenset({f"{P}-webhook-tls", f"{P}-webhook-ca"})
+        grants.add(Grant("", "secrets", "create", NAMESPACE))
+        grants |= {Grant("", "secrets", verb, NAMESPACE, secrets) for verb in ("get", "update", "patch")}
+    return grants
+
+
+def _ca_injection_grants() -> set[Grant]:
+    grants: set[Grant] = set()
+    for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        grants |= {Grant("admissionregistration.k8s.io", resource, verb, None) for verb in ("get", "list", "watch")}
+        grants |= {
+            Grant("admissionregistration.k8s.io", resource, verb, None, frozenset({P})) for verb in ("patch", "update")
+        }
+    return grants
+
+
+def test_default_reconciler_grants(defaults: Rendered) -> None:
+    grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    expected = _workload_grants(None) | _release_namespace_grants(self_signed=True) | _ca_injection_grants()
+    assert set(grants) == expected
+
+
+def test_cert_manager_mode_grants_no_secrets_and_no_webhook_configurations(
+    rendered_scenarios: dict[str, Rendered],
+) -> None:
+    rendered = rendered_scenarios["cert-manager"]
+    grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    assert set(grants) == _workload_grants(None) | _release_namespace_grants(self_signed=False)
+
+
+def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
+    rendered_scenarios: dict[str, Rendered],
+) -> None:
+    rendered = rendered_scenarios["namespaces"]
+    grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    expected = (
+        _workload_grants("team-a")
+        | _workload_grants("team-b")
+        | _release_namespace_grants(self_signed=True)
+        | _ca_injection_grants()
+    )
+    assert set(grants) == expected
+
+
+def test_leader_election_off_drops_the_lease_rights() -> None:
+    rendered = render({"reconciler": {"leaderElection": {"enabled": False}}})
+    grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    assert not [g for g in grants if g.resource == "leases"]
+
+
+@pytest.mark.parametrize("scenario", ["defaults", "cert-manager", "namespaces", "webhook-disabled", "everything"])
+def test_the_webhook_has_no_rights_at_all(rendered_scenarios: dict[str, Rendered], scenario: str) -> None:
+    rendered = rendered_scenarios[scenario]
+    assert grants_for_service_account(rendered.objects, service_account=f"{P}-webhook", namespace=NAMESPACE) == set()
+
+
+def test_reconciler_can_do_what_the_reference_was_denied(defaults: Rendered) -> None:
+    """Q2: Kthena's chart lacked create/update on autoscaling objects and delete on the children."""
+    grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    for group, resource in (
+        (WORKLOAD, "autoscalingpolicies"),
+        (WORKLOAD, "autoscalingpolicybindings"),
+        (WORKLOAD, "modelservings"),
+        (NETWORKING, "modelservers"),
+        (NETWORKING, "modelroutes"),
+    ):
+        for verb in ("create", "update", "delete"):
+            assert is_allowed(grants, ApiRequest(group, resource, verb, "team-a", "llama-vllm")), (resource, verb)
+
+
+def test_dangerous_rights_are_absent(rendered_scenarios: dict[str, Rendered]) -> None:
+    for name, rendered in rendered_scenarios.items():
+        grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+        for grant in grants:
+            assert grant.verb not in ("escalate", "bind", "impersonate", "deletecollection"), (name, grant)
+            assert grant.resource not in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"), name
+            # Secrets only in the release namespace and only ours (create cannot be limited by name).
+            if grant.resource == "secrets":
+                assert grant.namespace == NAMESPACE, (name, grant)
+                assert grant.resource_names or grant.verb == "create", (name, grant)
+        assert not is_allowed(grants, ApiRequest("", "secrets", "list", NAMESPACE)), name
+        assert not is_allowed(grants, ApiRequest("", "secrets", "get", "team-a", f"{P}-webhook-tls")), name
+
+
+def test_every_rendered_role_is_bound_to_the_reconciler(rendered_scenarios: dict[str, Rendered]) -> None:
+    for name, rendered in rendered_scenarios.items():
+        roles = {
+            (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"])
+            for o in rendered.objects
+            if o["kind"] in ("Role", "ClusterRole")
+        }
+        bound = set()
+        for binding in rendered.of_kind("RoleBinding") + rendered.of_kind("ClusterRoleBinding"):
+            namespace = binding["metadata"].get("namespace") if binding["roleRef"]["kind"] == "Role" else None
+            bound.add((binding["roleRef"]["kind"], namespace, binding["roleRef"]["name"]))
+            assert [s["name"] for s in binding["subjects"]] == [
+                "rc-sa" if name == "existing-service-accounts" else RECONCILER_SA
+            ]
+        assert roles == bound, name
+
+
+# --- the helpers themselves -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "expected"),
+    [
+        (
+            "GET",
+            "/apis/workload.serving.volcano.sh/v1alpha1/modelboosters",
+            "watch=true&resourceVersion=5",
+            ApiRequest(WORKLOAD, "modelboosters", "watch", None),
+        ),
+        (
+            "GET",
+            "/apis/workload.serving.volcano.sh/v1alpha1/modelboosters",
+            "",
+            ApiRequest(WORKLOAD, "modelboosters", "list", None),
+        ),
+        (
+            "PATCH",
+            "/apis/workload.serving.volcano.sh/v1alpha1/namespaces/ml/modelboosters/llama/status",
+            "",
+            ApiRequest(WORKLOAD, "modelboosters/status", "patch", "ml", "llama"),
+        ),
+        (
+            "PUT",
+            "/apis/coordination.k8s.io/v1/namespaces/sys/leases/lock",
+            "",
+            ApiRequest("coordination.k8s.io", "leases", "update", "sys", "lock"),
+        ),
+        ("POST", "/api/v1/namespaces/ml/events", "", ApiRequest("", "events", "create", "ml")),
+        (
+            "GET",
+            "/api/v1/namespaces/sys/configmaps",
+            "fieldSelector=metadata.name%3Dsettings&watch=1",
+            ApiRequest("", "configmaps", "watch", "sys", "settings"),
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/sys/configmaps",
+            "fieldSelector=metadata.name%3D%3Dsettings",
+            ApiRequest("", "configmaps", "list", "sys", "settings"),
+        ),
+        (
+            "DELETE",
+            "/apis/networking.serving.volcano.sh/v1alpha1/namespaces/ml/modelroutes/llama",
+            "",
+            ApiRequest(NETWORKING, "modelroutes", "delete", "ml", "llama"),
+        ),
+        (
+            "DELETE",
+            "/apis/networking.serving.volcano.sh/v1alpha1/namespaces/ml/modelroutes",
+            "",
+            ApiRequest(NETWORKING, "modelroutes", "deletecollection", "ml"),
+        ),
+        (
+            "GET",
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/mb",
+            "",
+            ApiRequest("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get", None, "mb"),
+        ),
+        ("GET", "/api/v1/namespaces/ml", "", ApiRequest("", "namespaces", "get", None, "ml")),
+    ],
+)
+def test_request_from_http(method: str, path: str, query: str, expected: ApiRequest) -> None:
+    assert request_from_http(method, path, query) == expected
+
+
+def test_request_from_http_rejects_non_resource_paths() -> None:
+    with pytest.raises(RbacError, match="not a resource path"):
+        request_from_http("GET", "/healthz")
+
+
+def test_resource_names_limit_the_request_not_the_create() -> None:
+    grants = {
+        Grant("", "secrets", "get", "sys", frozenset({"tls"})),
+        Grant("", "secrets", "create", "sys"),
+        Grant("", "configmaps", "watch", "sys", frozenset({"settings"})),
+    }
+    assert is_allowed(grants, ApiRequest("", "secrets", "get", "sys", "tls"))
+    assert not is_allowed(grants, ApiRequest("", "secrets", "get", "sys", "other"))
+    assert not is_allowed(grants, ApiRequest("", "secrets", "get", "elsewhere", "tls"))
+    assert is_allowed(grants, ApiRequest("", "secrets", "create", "sys"))
+    # A watch of one named object needs the field selector, an unfiltered one is denied.
+    assert is_allowed(
+        grants,
+        request_from_http(
+            "GET", "/api/v1/namespaces/sys/configmaps", "watch=true&fieldSelector=metadata.name%3Dsettings"
+        ),
+    )
+    assert not is_allowed(grants, request_from_http("GET", "/api/v1/namespaces/sys/configmaps", "watch=true"))
+
+
+def test_cluster_wide_grants_cover_every_namespace_and_namespaced_ones_only_theirs() -> None:
+    cluster = {Grant("", "pods", "list", None)}
+    assert is_allowed(cluster, ApiRequest("", "pods", "list", "any"))
+    assert is_allowed(cluster, ApiRequest("", "pods", "list", None))
+    namespaced = {Grant("", "pods", "list", "a")}
+    assert is_allowed(namespaced, ApiRequest("", "pods", "list", "a"))
+    assert not is_allowed(namespaced, ApiRequest("", "pods", "list", None))  # across all namespaces
+
+
+def test_unused_grants_counts_each_resource_name() -> None:
+    grants = {
+        Grant("", "secrets", "get", "sys", frozenset({"tls", "ca"})),
+        Grant("", "pods", "list", None),
+        Grant("", "events", "create", "sys"),
+    }
+    requests = [ApiRequest("", "secrets", "get", "sys", "tls"), ApiRequest("", "events", "create", "sys")]
+    assert unused_grants(grants, requests) == {
+        Grant("", "secrets", "get", "sys", frozenset({"ca"})),
+        Grant("", "pods", "list", None),
+    }
+
+
+def test_grants_follow_role_bindings_and_refuse_wildcards() -> None:
+    objects = [
+        {
+            "kind": "ClusterRole",
+            "metadata": {"name": "read"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+        },
+        # A ClusterRole bound by a RoleBinding grants in that namespace only.
+        {
+            "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "ns1"},
+            "roleRef": {"kind": "ClusterRole", "name": "read"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "sys"}],
+        },
+        {
+            "kind": "RoleBinding",
+            "metadata": {"name": "other", "namespace": "ns2"},
+            "roleRef": {"kind": "ClusterRole", "name": "read"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "elsewhere"}],
+        },
+    ]
+    assert grants_for_service_account(objects, service_account="sa", namespace="sys") == {
+        Grant("", "pods", "get", "ns1")
+    }
+    wildcard = [{**objects[0], "rules": [{"apiGroups": ["*"], "resources": ["pods"], "verbs": ["get"]}]}, objects[1]]
+    with pytest.raises(RbacError, match="wildcard"):
+        grants_for_service_account(wildcard, service_account="sa", namespace="sys")
+    dangling = [objects[1]]
+    with pytest.raises(RbacError, match="missing ClusterRole read"):
+        grants_for_service_account(dangling, service_account="sa", namespace="sys")
