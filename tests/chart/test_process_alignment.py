@@ -30,8 +30,9 @@ def _parse(args: list[str]) -> argparse.Namespace:
 
 
 def _container(deployment: dict[str, Any]) -> dict[str, Any]:
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    return container
+    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
 
 
 @pytest.fixture(autouse=True)
