@@ -57,9 +57,16 @@ def differences(desired: Mapping[Path, str]) -> list[str]:
             problems.append(f"missing: {path.relative_to(CHART_DIR)}")
         elif path.read_text(encoding="utf-8") != text:
             problems.append(f"stale: {path.relative_to(CHART_DIR)}")
+    homes = {path.name: path for path in desired}
     for directory in (MAIN_CRDS_DIR, CHILD_CRDS_DIR):
         for path in sorted(directory.glob("*.yaml")):
-            if path not in desired:
+            if path in desired:
+                continue
+            if path.name in homes:
+                problems.append(
+                    f"misplaced: {path.relative_to(CHART_DIR)} belongs in {homes[path.name].relative_to(CHART_DIR)}"
+                )
+            else:
                 problems.append(f"not generated (remove it): {path.relative_to(CHART_DIR)}")
     return problems
 
