@@ -41,6 +41,9 @@ from shared.schema import structural_problems, structural_schema
 
 Rule = Mapping[str, Any]
 
+OWN_CRDS_DIRECTORY: Final = "crds"
+CHILD_CRDS_DIRECTORY: Final = "charts/child-crds/crds"
+
 
 @dataclass(frozen=True)
 class PrinterColumn:
@@ -76,6 +79,9 @@ class CrdKind:
     rules: Mapping[str, Sequence[Rule]] = field(default_factory=dict)
     keywords: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     core_descriptions: bool = True
+    # Where the chart keeps the file, relative to the chart: the child kinds live in a subchart so that
+    # `crds.installChildCRDs: false` can leave them to Kthena (Helm installs every crds/ file of an enabled chart).
+    chart_directory: str = OWN_CRDS_DIRECTORY
 
     @property
     def name(self) -> str:
@@ -112,6 +118,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         KIND_MODEL_SERVING,
         PLURAL_MODEL_SERVINGS,
         children.ModelServing,
+        chart_directory=CHILD_CRDS_DIRECTORY,
         description="ModelServing runs groups of pods (roles) that serve a model; Kthena's ModelServing "
         "controller owns its pods.",
         printer_columns=(
@@ -131,6 +138,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         KIND_AUTOSCALING_POLICY,
         PLURAL_AUTOSCALING_POLICIES,
         children.AutoscalingPolicy,
+        chart_directory=CHILD_CRDS_DIRECTORY,
         description="AutoscalingPolicy says which metrics drive scaling and how fast to scale.",
         printer_columns=(AGE,),
     ),
@@ -139,6 +147,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         KIND_AUTOSCALING_POLICY_BINDING,
         PLURAL_AUTOSCALING_POLICY_BINDINGS,
         children.AutoscalingPolicyBinding,
+        chart_directory=CHILD_CRDS_DIRECTORY,
         description="AutoscalingPolicyBinding applies an AutoscalingPolicy to ModelServings.",
         rules=_cel({"spec": ((children.BINDING_ONE_CONFIGURATION_RULE, children.BINDING_ONE_CONFIGURATION_MESSAGE),)}),
     ),
@@ -147,6 +156,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         KIND_MODEL_SERVER,
         PLURAL_MODEL_SERVERS,
         children.ModelServer,
+        chart_directory=CHILD_CRDS_DIRECTORY,
         description="ModelServer tells Kthena's router which pods serve a model and how to reach them.",
         printer_columns=(
             PrinterColumn("Engine", "string", ".spec.inferenceEngine", "Inference engine used to serve the model"),
@@ -160,6 +170,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         KIND_MODEL_ROUTE,
         PLURAL_MODEL_ROUTES,
         children.ModelRoute,
+        chart_directory=CHILD_CRDS_DIRECTORY,
         description="ModelRoute tells Kthena's router which ModelServers take the requests for a model name.",
         printer_columns=(AGE,),
         rules=_cel(children.MODEL_ROUTE_RULES),
@@ -215,6 +226,14 @@ def crd(kind: CrdKind) -> dict[str, Any]:
 
 def crds() -> list[dict[str, Any]]:
     return [crd(kind) for kind in KINDS]
+
+
+def chart_files() -> dict[str, str]:
+    """Path relative to the chart directory -> file content, for every CRD the chart ships."""
+    return {
+        f"{kind.chart_directory}/{file_name(definition)}": to_yaml(definition)
+        for kind, definition in zip(KINDS, crds(), strict=True)
+    }
 
 
 def file_name(definition: Mapping[str, Any]) -> str:

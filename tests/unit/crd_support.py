@@ -1,0 +1,104 @@
+"""Test helpers that read a generated CRD the way kube-apiserver would, for the parts our tests need:
+the schema at a path, the fields it would prune, and the CEL rules of the one form our ModelBooster
+rules use (`!has(self.a) || !has(self.a.b) ...`), evaluated exactly."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from shared.crds import crds
+
+_HAS_TERM = re.compile(r"^!has\(self((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\)$")
+
+
+def crd_by_kind(kind: str) -> dict[str, Any]:
+    for definition in crds():
+        if definition["spec"]["names"]["kind"] == kind:
+            return definition
+    raise KeyError(kind)
+
+
+def openapi_schema(kind: str) -> dict[str, Any]:
+    schema: dict[str, Any] = crd_by_kind(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def schema_at(schema: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """`spec.backends[].workers[].config` style paths."""
+    node = schema
+    for segment in path.split("."):
+        node = node["properties"][segment.removesuffix("[]")]
+        if segment.endswith("[]"):
+            node = node["items"]
+    return node
+
+
+def walk_schema(schema: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    yield path, schema
+    for name, child in schema.get("properties", {}).items():
+        yield from walk_schema(child, f"{path}.{name}" if path else name)
+    if isinstance(schema.get("items"), Mapping):
+        yield from walk_schema(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), Mapping):
+        yield from walk_schema(schema["additionalProperties"], f"{path}[*]")
+
+
+def undeclared_fields(value: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:
+    """Fields the API server would prune (kubectl's strict validation calls them unknown)."""
+    found: list[str] = []
+    if isinstance(value, dict) and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        properties = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            child_path = f"{path}.{key}" if path else key
+            if properties is not None and key in properties:
+                found.extend(undeclared_fields(item, properties[key], child_path))
+            elif isinstance(extra, Mapping):
+                found.extend(undeclared_fields(item, extra, f"{path}[{key}]"))
+            elif not (path == "metadata" or child_path == "metadata"):
+                found.append(child_path)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            found.extend(undeclared_fields(item, schema["items"], f"{path}[{index}]"))
+    return found
+
+
+def has_path(value: Any, dotted: str) -> bool:
+    for name in dotted.strip(".").split("."):
+        if not isinstance(value, dict) or name not in value or value[name] is None:
+            return False
+        value = value[name]
+    return True
+
+
+def evaluate_rule(rule: str, value: Any) -> bool:
+    """Evaluate a disjunction of `!has(self.<path>)` terms; anything else is a test failure, never a guess."""
+    result = False
+    for term in rule.split(" || "):
+        match = _HAS_TERM.match(term.strip())
+        if match is None:
+            raise ValueError(f"rule outside the evaluated subset: {rule!r}")
+        result = result or not has_path(value, match.group(1))
+    return result
+
+
+def cel_denials(value: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:
+    """The lines kube-apiserver prints for the failing rules: `<path><fieldPath>: Forbidden: <message>`."""
+    lines: list[str] = []
+    if value is None:
+        return lines
+    for rule in schema.get("x-kubernetes-validations", []):
+        if not evaluate_rule(rule["rule"], value):
+            assert rule.get("reason") == "FieldValueForbidden"
+            lines.append(f"{path}{rule.get('fieldPath', '')}: Forbidden: {rule['message']}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = schema.get("properties", {}).get(key)
+            if child is not None:
+                lines.extend(cel_denials(item, child, f"{path}.{key}" if path else key))
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            lines.extend(cel_denials(item, schema["items"], f"{path}[{index}]"))
+    return lines
