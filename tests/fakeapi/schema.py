@@ -1,0 +1,485 @@
+"""Structural-schema behaviour of custom resources: pruning, defaulting, OpenAPI validation and CEL rules.
+
+Follows apiextensions-apiserver: unknown fields are pruned (reported as warnings or, with
+`fieldValidation=Strict`, as an error), `null` in a non-nullable field is dropped before defaults are
+applied, defaults apply top-down, and validation errors are converted the way
+`kubeOpenAPIResultToFieldErrors` converts go-openapi results.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tests.fakeapi import cel
+from tests.fakeapi import errors as e
+from tests.fakeapi.errors import FieldError
+from tests.fakeapi.meta import OBJECT_META_FIELDS
+from tests.fakeapi.util import deep_copy, json_equal, json_type
+
+Obj = dict[str, Any]
+
+_ROOT_KEEP: Final = ("apiVersion", "kind")
+
+
+def child_path(parent: str, name: str) -> str:
+    return f"{parent}.{name}" if parent else name
+
+
+def index_path(parent: str, index: int) -> str:
+    return f"{parent}[{index}]"
+
+
+def key_path(parent: str, key: str) -> str:
+    return f"{parent}[{key}]"
+
+
+# ---- pruning ---------------------------------------------------------------------------------------
+
+
+def prune(obj: Obj, schema: Obj) -> list[str]:
+    """Drop fields the schema does not declare; returns their paths (for warnings / strict errors)."""
+    unknown: list[str] = []
+    for key in list(obj):
+        if key in _ROOT_KEEP:
+            continue
+        if key == "metadata":
+            metadata = obj["metadata"]
+            if isinstance(metadata, dict):
+                for meta_key in list(metadata):
+                    if meta_key not in OBJECT_META_FIELDS:
+                        unknown.append(f"metadata.{meta_key}")
+                        del metadata[meta_key]
+            continue
+        properties = schema.get("properties") or {}
+        if key in properties:
+            obj[key] = _prune_value(obj[key], properties[key], key, unknown)
+        elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+            unknown.append(key)
+            del obj[key]
+    return unknown
+
+
+def _prune_value(value: Any, schema: Obj, path: str, unknown: list[str]) -> Any:
+    if isinstance(value, dict):
+        if schema.get("x-kubernetes-embedded-resource"):
+            keep = {k: value[k] for k in ("apiVersion", "kind", "metadata") if k in value}
+            rest = {k: v for k, v in value.items() if k not in keep}
+            pruned = _prune_object(rest, schema, path, unknown)
+            return {**keep, **pruned}
+        return _prune_object(value, schema, path, unknown)
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            return [_prune_value(v, items, index_path(path, i), unknown) for i, v in enumerate(value)]
+    return value
+
+
+def _prune_object(value: Obj, schema: Obj, path: str, unknown: list[str]) -> Obj:
+    properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    for key in list(value):
+        if key in properties:
+            value[key] = _prune_value(value[key], properties[key], child_path(path, key), unknown)
+        elif isinstance(extra, dict):
+            value[key] = _prune_value(value[key], extra, child_path(path, key), unknown)
+        elif extra is True or preserve:
+            continue
+        else:
+            unknown.append(child_path(path, key))
+            del value[key]
+    return value
+
+
+# ---- defaulting ------------------------------------------------------------------------------------
+
+
+def apply_defaults(obj: Obj, schema: Obj) -> None:
+    """Drop nulls from non-nullable fields, then apply `default`s top-down (in place)."""
+    properties = schema.get("properties") or {}
+    for key, prop in properties.items():
+        if key == "metadata":
+            continue
+        _default_property(obj, key, prop)
+    for key, prop in properties.items():
+        if key != "metadata" and key in obj:
+            _default_value(obj[key], prop)
+
+
+def _default_property(container: Obj, key: str, prop: Obj) -> None:
+    if key in container and container[key] is None and not prop.get("nullable"):
+        del container[key]
+    if key not in container and "default" in prop:
+        container[key] = deep_copy(prop["default"])
+
+
+def _default_value(value: Any, schema: Obj) -> None:
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        for key, prop in properties.items():
+            _default_property(value, key, prop)
+        extra = schema.get("additionalProperties")
+        for key in list(value):
+            if key in properties:
+                _default_value(value[key], properties[key])
+            elif isinstance(extra, dict):
+                if value[key] is None and not extra.get("nullable"):
+                    del value[key]
+                    continue
+                _default_value(value[key], extra)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                if item is None and "default" in items and not items.get("nullable"):
+                    value[index] = deep_copy(items["default"])
+                _default_value(value[index], items)
+
+
+# ---- OpenAPI validation -----------------------------------------------------------------------------
+
+
+@dataclass
+class Validator:
+    """Validates one object against a structural schema (and CEL rules), collecting field errors."""
+
+    errors: list[FieldError] = field(default_factory=list)
+
+    def value(self, value: Any, schema: Obj, path: str, old: Any, has_old: bool) -> None:
+        if value is None:
+            if schema.get("nullable"):
+                return
+            expected = _schema_type(schema)
+            if expected:
+                self._type_error(path, value, expected)
+            return
+        if not self._check_type(value, schema, path):
+            return
+        self._check_enum(value, schema, path)
+        if isinstance(value, str):
+            self._check_string(value, schema, path)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            self._check_number(value, schema, path)
+        elif isinstance(value, list):
+            self._check_array(value, schema, path, old if has_old else None, has_old)
+        elif isinstance(value, dict):
+            self._check_object(value, schema, path, old if has_old else None, has_old)
+        self._check_combinators(value, schema, path)
+        self._check_rules(value, schema, path, old, has_old)
+
+    def _type_error(self, path: str, value: Any, expected: str) -> None:
+        actual = json_type(value)
+        message = f"{path} in body must be of type {expected}: {e.go_quote(actual)}"
+        self.errors.append(e.type_invalid(path, actual, message))
+
+    def _check_type(self, value: Any, schema: Obj, path: str) -> bool:
+        if schema.get("x-kubernetes-int-or-string"):
+            if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+                return True
+            self._type_error(path, value, "integer,string")
+            return False
+        expected = _schema_type(schema)
+        if not expected:
+            return True
+        actual = json_type(value)
+        if actual == expected or (expected == "number" and actual == "integer"):
+            return True
+        self._type_error(path, value, expected)
+        return False
+
+    def _check_enum(self, value: Any, schema: Obj, path: str) -> None:
+        allowed = schema.get("enum")
+        if allowed is None or any(json_equal(value, a) for a in allowed):
+            return
+        shown = [a if isinstance(a, str) else _json_text(a) for a in allowed]
+        self.errors.append(e.not_supported(path, value, shown))
+
+    def _check_string(self, value: str, schema: Obj, path: str) -> None:
+        max_length = schema.get("maxLength")
+        if isinstance(max_length, int) and len(value) > max_length:
+            self.errors.append(e.too_long(path, max_length))
+        min_length = schema.get("minLength")
+        if isinstance(min_length, int) and len(value) < min_length:
+            self.errors.append(e.invalid(path, value, f"{path} in body should be at least {min_length} chars long"))
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and not re.search(pattern, value):
+            self.errors.append(e.invalid(path, value, f"{path} in body should match '{pattern}'"))
+
+    def _check_number(self, value: float, schema: Obj, path: str) -> None:
+        maximum = schema.get("maximum")
+        if isinstance(maximum, (int, float)):
+            if schema.get("exclusiveMaximum") and value >= maximum:
+                self.errors.append(e.invalid(path, value, f"{path} in body should be less than {_number(maximum)}"))
+            elif value > maximum:
+                self.errors.append(
+                    e.invalid(path, value, f"{path} in body should be less than or equal to {_number(maximum)}")
+                )
+        minimum = schema.get("minimum")
+        if isinstance(minimum, (int, float)):
+            if schema.get("exclusiveMinimum") and value <= minimum:
+                self.errors.append(e.invalid(path, value, f"{path} in body should be greater than {_number(minimum)}"))
+            elif value < minimum:
+                self.errors.append(
+                    e.invalid(path, value, f"{path} in body should be greater than or equal to {_number(minimum)}")
+                )
+        multiple = schema.get("multipleOf")
+        if isinstance(multiple, (int, float)) and multiple > 0:
+            quotient = value / multiple
+            if not math.isclose(quotient, round(quotient), rel_tol=0, abs_tol=1e-9):
+                self.errors.append(
+                    e.invalid(path, value, f"{path} in body should be a multiple of {_number(multiple)}")
+                )
+
+    def _check_array(self, value: list[Any], schema: Obj, path: str, old: Any, has_old: bool) -> None:
+        max_items = schema.get("maxItems")
+        if isinstance(max_items, int) and len(value) > max_items:
+            self.errors.append(e.too_many(path, len(value), max_items))
+        min_items = schema.get("minItems")
+        if isinstance(min_items, int) and len(value) < min_items:
+            self.errors.append(e.invalid(path, len(value), f"{path} in body should have at least {min_items} items"))
+        items = schema.get("items")
+        list_type = schema.get("x-kubernetes-list-type")
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        old_by_key: dict[str, Any] = {}
+        if list_type == "map" and has_old and isinstance(old, list):
+            for old_item in old:
+                if isinstance(old_item, dict):
+                    old_by_key[_map_key(old_item, keys)] = old_item
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                item_old: Any = None
+                item_has_old = False
+                if list_type == "map" and isinstance(item, dict):
+                    key = _map_key(item, keys)
+                    if key in old_by_key:
+                        item_old, item_has_old = old_by_key[key], True
+                self.value(item, items, index_path(path, index), item_old, item_has_old)
+        self._check_list_type(value, schema, path)
+
+    def _check_list_type(self, value: list[Any], schema: Obj, path: str) -> None:
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type == "set":
+            seen: list[Any] = []
+            for index, item in enumerate(value):
+                if any(json_equal(item, s) for s in seen):
+                    self.errors.append(e.duplicate(index_path(path, index), item))
+                else:
+                    seen.append(item)
+        elif list_type == "map":
+            keys = schema.get("x-kubernetes-list-map-keys") or []
+            seen_keys: list[str] = []
+            for index, item in enumerate(value):
+                if not isinstance(item, dict):
+                    continue
+                missing = [k for k in keys if k not in item]
+                for k in missing:
+                    self.errors.append(e.required(child_path(index_path(path, index), k), ""))
+                if missing:
+                    continue
+                key = _map_key(item, keys)
+                if key in seen_keys:
+                    self.errors.append(e.duplicate(index_path(path, index), {k: item[k] for k in keys}))
+                else:
+                    seen_keys.append(key)
+
+    def _check_object(self, value: Obj, schema: Obj, path: str, old: Any, has_old: bool) -> None:
+        max_props = schema.get("maxProperties")
+        if isinstance(max_props, int) and len(value) > max_props:
+            self.errors.append(e.too_many(path, len(value), max_props))
+        min_props = schema.get("minProperties")
+        if isinstance(min_props, int) and len(value) < min_props:
+            self.errors.append(
+                e.invalid(path, len(value), f"{path} in body should have at least {min_props} properties")
+            )
+        for name in schema.get("required") or []:
+            if name not in value:
+                self.errors.append(e.required(child_path(path, name), ""))
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        old_map = old if isinstance(old, dict) and schema.get("x-kubernetes-map-type") != "atomic" else None
+        for key in sorted(value):
+            if path == "" and key in ("apiVersion", "kind", "metadata"):
+                continue
+            sub_old = old_map.get(key) if old_map is not None else None
+            sub_has_old = old_map is not None and key in old_map
+            if key in properties:
+                self.value(value[key], properties[key], child_path(path, key), sub_old, sub_has_old)
+            elif isinstance(extra, dict):
+                self.value(value[key], extra, key_path(path, key) if path else key, sub_old, sub_has_old)
+
+    def _check_combinators(self, value: Any, schema: Obj, path: str) -> None:
+        for sub in schema.get("allOf") or []:
+            self.value(value, _nested(sub, schema), path, None, False)
+        any_of = schema.get("anyOf")
+        if any_of and not any(_valid(value, _nested(sub, schema), path) for sub in any_of):
+            self.errors.append(e.invalid(path, e.OMIT, f"{path} in body must validate at least one schema (anyOf)"))
+        one_of = schema.get("oneOf")
+        if one_of and sum(_valid(value, _nested(sub, schema), path) for sub in one_of) != 1:
+            self.errors.append(e.invalid(path, e.OMIT, f"{path} in body must validate one and only one schema (oneOf)"))
+        not_schema = schema.get("not")
+        if isinstance(not_schema, dict) and _valid(value, _nested(not_schema, schema), path):
+            self.errors.append(e.invalid(path, e.OMIT, f"{path} in body must not validate the schema (not)"))
+
+    def _check_rules(self, value: Any, schema: Obj, path: str, old: Any, has_old: bool) -> None:
+        rules = schema.get("x-kubernetes-validations")
+        if not rules:
+            return
+        for rule in rules:
+            self._check_rule(value, schema, rule, path=path, old=old, has_old=has_old)
+
+    def _check_rule(self, value: Any, schema: Obj, rule: Obj, *, path: str, old: Any, has_old: bool) -> None:
+        source = str(rule.get("rule", ""))
+        try:
+            program = cel.compile_rule(source)
+        except cel.CelSyntaxError:
+            return  # outside the supported subset: ignored (documented in __init__)
+        transition = cel.uses_old_self(program)
+        if transition and not has_old:
+            return
+        variables = {"self": value, "oldSelf": old}
+        message = str(rule.get("message", "")).strip()
+        shown = message or source.strip()
+        node_type = _schema_type(schema) or "object"
+        try:
+            result = cel.evaluate(program, variables)
+        except cel.CelEvalError as err:
+            text = str(err)
+            if text.startswith("no such overload"):
+                detail = (
+                    f"'{text}': call arguments did not match a supported operator, function or macro "
+                    f"signature for rule: {shown}"
+                )
+            else:
+                detail = f"{text} evaluating rule: {shown}"
+            self.errors.append(e.invalid(path, node_type, detail))
+            return
+        if result is True:
+            return
+        field_path = path
+        rule_field = rule.get("fieldPath")
+        if isinstance(rule_field, str) and rule_field:
+            field_path = path + rule_field if rule_field.startswith(".") or not path else f"{path}.{rule_field}"
+            field_path = field_path.lstrip(".")
+        detail = message or f"failed rule: {source.strip()}"
+        shown_value: Any = e.OMIT if node_type in ("object", "array") else value
+        reason = rule.get("reason")
+        if reason == "FieldValueForbidden":
+            self.errors.append(e.forbidden(field_path, detail))
+        elif reason == "FieldValueRequired":
+            self.errors.append(e.required(field_path, detail))
+        elif reason == "FieldValueDuplicate":
+            self.errors.append(e.duplicate(field_path, shown_value))
+        else:
+            self.errors.append(e.invalid(field_path, shown_value, detail))
+
+
+def _schema_type(schema: Obj) -> str:
+    kind = schema.get("type")
+    return kind if isinstance(kind, str) else ""
+
+
+def _nested(sub: Obj, parent: Obj) -> Obj:
+    # Value validations inside allOf/anyOf/oneOf/not may omit `type`: they apply to the parent's type.
+    if "type" not in sub and "type" in parent:
+        return {**sub, "type": parent["type"]}
+    return sub
+
+
+def _valid(value: Any, schema: Obj, path: str) -> bool:
+    probe = Validator()
+    probe.value(value, schema, path, None, False)
+    return not probe.errors
+
+
+def _number(value: float) -> str:
+    return e.go_float(float(value))
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _map_key(item: Obj, keys: list[str]) -> str:
+    return _json_text({k: item.get(k) for k in keys})
+
+
+def validate(obj: Obj, schema: Obj, old: Obj | None) -> list[FieldError]:
+    """OpenAPI and CEL validation of a whole custom resource (metadata is validated elsewhere)."""
+    validator = Validator()
+    validator.value(obj, schema, "", old, old is not None)
+    return validator.errors
+
+
+# ---- CRD-time checks ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RuleCost:
+    path: str
+    cost: int
+    cardinality: int
+
+
+def rule_costs(schema: Obj, path: str, cardinality: int = 1) -> list[RuleCost]:
+    """Estimated cost of each supported rule in a schema, with how many times it can run per object."""
+    found: list[RuleCost] = []
+    for index, rule in enumerate(schema.get("x-kubernetes-validations") or []):
+        try:
+            program = cel.compile_rule(str(rule.get("rule", "")))
+        except cel.CelSyntaxError:
+            continue
+        found.append(
+            RuleCost(f"{path}.x-kubernetes-validations[{index}].rule", cel.estimate_cost(program, schema), cardinality)
+        )
+    for name, prop in (schema.get("properties") or {}).items():
+        found.extend(rule_costs(prop, f"{path}.properties[{name}]", cardinality))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        found.extend(rule_costs(items, f"{path}.items", cardinality * cel.max_items(schema)))
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        found.extend(rule_costs(extra, f"{path}.additionalProperties", cardinality * cel.max_items(schema)))
+    return found
+
+
+def cost_factor(cost: int, limit: int) -> str:
+    factor = cost / limit
+    if factor > 100.0:
+        return "more than 100x"
+    if factor < 1.5:
+        return f"{factor:f}x"
+    return f"{factor:.1f}x"
+
+
+def check_rule_costs(schema: Obj, path: str) -> list[FieldError]:
+    """Refuse rules whose estimated cost is over the per-rule or per-CRD budget (approximation)."""
+    errs: list[FieldError] = []
+    total = 0
+    costs = rule_costs(schema, path)
+    for item in costs:
+        if item.cost > cel.PER_CALL_LIMIT:
+            errs.append(
+                e.forbidden(
+                    item.path,
+                    "estimated rule cost exceeds budget by factor of "
+                    + cost_factor(item.cost, cel.PER_CALL_LIMIT)
+                    + " (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, "
+                    "maps, and strings are declared)",
+                )
+            )
+        total += item.cost * item.cardinality
+    if total > cel.CRD_COST_LIMIT:
+        errs.append(
+            e.forbidden(
+                path,
+                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by "
+                "factor of " + cost_factor(total, cel.CRD_COST_LIMIT) + " (try simplifying the rule, or adding "
+                "maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+            )
+        )
+    return errs
