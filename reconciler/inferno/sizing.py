@@ -140,27 +140,9 @@ def size_candidate(
     rate_min = RATE_RANGE_LOW * queue.service_rate(1)
     rate_max = RATE_RANGE_HIGH * queue.service_rate(batch)
 
-    best = rate_max
-    if target.slo_itl > 0:
-        found = bisect(
-            lambda rate: queue.solve(rate).avg_service_time,
-            lo=rate_min,
-            hi=rate_max,
-            target=length * target.slo_itl,
-        )
-        if found.outcome == "below":
-            return None
-        best = min(best, found.x)
-    if target.slo_ttw > 0:
-        found = bisect(
-            lambda rate: queue.solve(rate).avg_wait_time,
-            lo=rate_min,
-            hi=rate_max,
-            target=target.slo_ttw / SLO_MARGIN,
-        )
-        if found.outcome == "below":
-            return None
-        best = min(best, found.x)
+    best = _largest_rate_within_targets(queue, target=target, length=length, rate_min=rate_min, rate_max=rate_max)
+    if best is None:
+        return None
     if target.slo_tps > 0:
         best = min(best, (1 - STABILITY_SAFETY_FRACTION) * rate_max)
 
@@ -180,6 +162,29 @@ def size_candidate(
         demand=demand,
         profile=profile,
     )
+
+
+def _largest_rate_within_targets(
+    queue: StateDependentQueue, *, target: ModelTarget, length: int, rate_min: float, rate_max: float
+) -> float | None:
+    """The largest arrival rate per replica meeting the ITL and TTW targets; None if even rate_min fails.
+
+    Both the mean service time and the mean wait grow with the rate, so min(lambda_ITL, lambda_TTW) is the
+    root of max(S / S*, W / W*) = 1: one bisection instead of upstream's two, half the queue solves.
+    """
+    service_limit = length * target.slo_itl if target.slo_itl > 0 else math.inf
+    wait_limit = target.slo_ttw / SLO_MARGIN if target.slo_ttw > 0 else math.inf
+    if math.isinf(service_limit) and math.isinf(wait_limit):
+        return rate_max
+
+    def worst_ratio(rate: float) -> float:
+        metrics = queue.solve(rate)
+        return max(metrics.avg_service_time / service_limit, metrics.avg_wait_time / wait_limit)
+
+    found = bisect(worst_ratio, lo=rate_min, hi=rate_max, target=1.0)
+    if found.outcome == "below":
+        return None
+    return rate_max if found.outcome == "above" else found.x
 
 
 def _candidate(

@@ -12,12 +12,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reconciler.inferno import queueing
 from reconciler.inferno.queueing import StateDependentQueue, bisect
 
 
-def test_mm1_with_a_deep_buffer_is_the_textbook_mm1() -> None:
+@pytest.fixture(params=[False, True], ids=["python", "numpy"])
+def vectorize(request: pytest.FixtureRequest) -> bool:
+    """Every textbook check runs on both ways of summing the head of the chain."""
+    if request.param and queueing._numpy is None:
+        pytest.skip("numpy is not installed")
+    return bool(request.param)
+
+
+def test_mm1_with_a_deep_buffer_is_the_textbook_mm1(vectorize: bool) -> None:
     # mu = 2, lambda = 1, rho = 0.5; a buffer of 2000 makes blocking ~0.5^2000 = 0.
-    metrics = StateDependentQueue(service_rates=[2.0], capacity=2000).solve(1.0)
+    metrics = StateDependentQueue(service_rates=[2.0], capacity=2000, vectorize=vectorize).solve(1.0)
     assert metrics.idle_probability == pytest.approx(0.5, rel=1e-12)  # 1 - rho
     assert metrics.avg_in_system == pytest.approx(1.0, rel=1e-12)  # rho / (1 - rho)
     assert metrics.avg_response_time == pytest.approx(1.0, rel=1e-12)  # 1 / (mu - lambda)
@@ -29,9 +38,9 @@ def test_mm1_with_a_deep_buffer_is_the_textbook_mm1() -> None:
     assert metrics.rho == pytest.approx(0.5, rel=1e-12)
 
 
-def test_mm1k_at_rho_one_has_a_uniform_distribution() -> None:
+def test_mm1k_at_rho_one_has_a_uniform_distribution(vectorize: bool) -> None:
     # lambda = mu = 1, K = 4: p_n = 1/5 for n = 0..4 (this is the flat-tail series path).
-    metrics = StateDependentQueue(service_rates=[1.0], capacity=4).solve(1.0)
+    metrics = StateDependentQueue(service_rates=[1.0], capacity=4, vectorize=vectorize).solve(1.0)
     assert metrics.idle_probability == pytest.approx(0.2, rel=1e-12)
     assert metrics.blocking_probability == pytest.approx(0.2, rel=1e-12)
     assert metrics.avg_in_system == pytest.approx(2.0, rel=1e-12)  # (0+1+2+3+4)/5
@@ -41,10 +50,10 @@ def test_mm1k_at_rho_one_has_a_uniform_distribution() -> None:
     assert metrics.avg_wait_time == pytest.approx(1.5, rel=1e-12)
 
 
-def test_small_mm1k_by_hand() -> None:
+def test_small_mm1k_by_hand(vectorize: bool) -> None:
     # lambda = 1, mu = 2, K = 3: p ~ 1, 1/2, 1/4, 1/8 (sum 15/8) -> p0 = 8/15, p3 = 1/15, L = 11/15,
     # X = 14/15, T = 11/14, S = 1/2, W = 2/7.
-    metrics = StateDependentQueue(service_rates=[2.0], capacity=3).solve(1.0)
+    metrics = StateDependentQueue(service_rates=[2.0], capacity=3, vectorize=vectorize).solve(1.0)
     assert metrics.idle_probability == pytest.approx(8 / 15, rel=1e-12)
     assert metrics.blocking_probability == pytest.approx(1 / 15, rel=1e-12)
     assert metrics.avg_in_system == pytest.approx(11 / 15, rel=1e-12)
@@ -55,11 +64,11 @@ def test_small_mm1k_by_hand() -> None:
 
 
 @pytest.mark.parametrize(("rho", "capacity"), [(0.5, 10), (0.9, 10), (1.3, 10), (0.999, 190)])
-def test_batch_of_one_is_mm1k(rho: float, capacity: int) -> None:
+def test_batch_of_one_is_mm1k(rho: float, capacity: int, vectorize: bool) -> None:
     # The legacy model with N = 1 (a batch of one): M/M/1/K with the closed form
     # L = rho/(1-rho) - (K+1) rho^(K+1) / (1 - rho^(K+1)), p_K = rho^K (1-rho) / (1 - rho^(K+1)).
     mu = 1 / 300.0
-    metrics = StateDependentQueue(service_rates=[mu], capacity=capacity).solve(rho * mu)
+    metrics = StateDependentQueue(service_rates=[mu], capacity=capacity, vectorize=vectorize).solve(rho * mu)
     k = capacity
     expected_l = rho / (1 - rho) - (k + 1) * rho ** (k + 1) / (1 - rho ** (k + 1))
     expected_pk = rho**k * (1 - rho) / (1 - rho ** (k + 1))
@@ -68,10 +77,10 @@ def test_batch_of_one_is_mm1k(rho: float, capacity: int) -> None:
     assert metrics.throughput == pytest.approx(rho * mu * (1 - expected_pk), rel=1e-9)
 
 
-def test_two_servers_is_erlang_c() -> None:
+def test_two_servers_is_erlang_c(vectorize: bool) -> None:
     # M/M/2 with mu = 1 per server, lambda = 1 (rate of state n is min(n, 2) * mu): p0 = 1/3, Lq = 1/3,
     # Wq = Lq / lambda = 1/3, L = Lq + lambda/mu = 4/3, mean service 1/mu = 1.
-    metrics = StateDependentQueue(service_rates=[1.0, 2.0], capacity=3000).solve(1.0)
+    metrics = StateDependentQueue(service_rates=[1.0, 2.0], capacity=3000, vectorize=vectorize).solve(1.0)
     assert metrics.idle_probability == pytest.approx(1 / 3, rel=1e-12)
     assert metrics.avg_in_queue == pytest.approx(1 / 3, rel=1e-12)
     assert metrics.avg_wait_time == pytest.approx(1 / 3, rel=1e-12)
@@ -79,8 +88,8 @@ def test_two_servers_is_erlang_c() -> None:
     assert metrics.avg_service_time == pytest.approx(1.0, rel=1e-12)
 
 
-def test_zero_arrivals_give_the_light_load_limits() -> None:
-    queue = StateDependentQueue(service_rates=[0.5, 0.8], capacity=20)
+def test_zero_arrivals_give_the_light_load_limits(vectorize: bool) -> None:
+    queue = StateDependentQueue(service_rates=[0.5, 0.8], capacity=20, vectorize=vectorize)
     metrics = queue.solve(0.0)
     assert metrics.idle_probability == 1.0
     assert metrics.throughput == 0.0
@@ -90,10 +99,10 @@ def test_zero_arrivals_give_the_light_load_limits() -> None:
     assert tiny.avg_service_time == pytest.approx(2.0, rel=1e-6)
 
 
-def test_large_batches_do_not_overflow() -> None:
+def test_large_batches_do_not_overflow(vectorize: bool) -> None:
     # N = 1024 with rates growing like n: the plain products overflow float64; log space must not.
     rates = [n / (10.0 + 0.01 * n) for n in range(1, 1025)]
-    queue = StateDependentQueue(service_rates=rates, capacity=10 * 1024)
+    queue = StateDependentQueue(service_rates=rates, capacity=10 * 1024, vectorize=vectorize)
     for load in (1e-6, 1.0, 0.999 * rates[-1], 5 * rates[-1]):
         metrics = queue.solve(load)
         values = [metrics.avg_in_system, metrics.avg_wait_time, metrics.avg_service_time, metrics.throughput]
@@ -116,6 +125,28 @@ def test_bad_queue_parameters_are_rejected(rates: list[float], capacity: int, me
 def test_negative_arrival_rate_is_rejected() -> None:
     with pytest.raises(ValueError, match=">= 0"):
         StateDependentQueue(service_rates=[1.0], capacity=3).solve(-1.0)
+
+
+def test_both_evaluations_agree_on_a_large_batch() -> None:
+    if queueing._numpy is None:
+        pytest.skip("numpy is not installed")
+    rates = [n / ((12.0 + 0.28 * n) * 256) for n in range(1, 301)]
+    python = StateDependentQueue(service_rates=rates, capacity=3000, vectorize=False)
+    vector = StateDependentQueue(service_rates=rates, capacity=3000, vectorize=True)
+    for fraction in (0.001, 0.3, 0.9, 0.999, 1.5):
+        a, b = python.solve(fraction * rates[-1]), vector.solve(fraction * rates[-1])
+        assert b.avg_in_system == pytest.approx(a.avg_in_system, rel=1e-11)
+        assert b.avg_wait_time == pytest.approx(a.avg_wait_time, rel=1e-11, abs=1e-15)
+        assert b.throughput == pytest.approx(a.throughput, rel=1e-11)
+        assert b.idle_probability == pytest.approx(a.idle_probability, rel=1e-11, abs=1e-300)
+
+
+def test_vectorizing_without_numpy_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(queueing, "_numpy", None)
+    with pytest.raises(ValueError, match="needs numpy"):
+        StateDependentQueue(service_rates=[1.0] * 100, capacity=1000, vectorize=True)
+    # ... while the automatic choice falls back to plain Python.
+    assert StateDependentQueue(service_rates=[1.0] * 100, capacity=1000).solve(0.5).throughput > 0
 
 
 @settings(max_examples=60, deadline=None)
