@@ -32,18 +32,38 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader with Kubernetes' reading of YAML (see the module docstring)."""
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[object] = set()
-        for key_node, _ in node.value:
+        # Keys become text here, as Kubernetes' YAML reader does, so `1` and `true` stay distinct keys
+        # (they are equal in Python) and a key given twice is an error rather than a lost value.
+        self.flatten_mapping(node)
+        mapping: dict[Hashable, Any] = {}
+        for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable) and key in seen:
+            text = _scalar_key_text(key)
+            if text is None:
+                raise ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found a non-scalar key", key_node.start_mark
+                )
+            if text in mapping:
                 raise ConstructorError(
                     "while constructing a mapping",
                     node.start_mark,
-                    f"found duplicate key {key!r}",
+                    f"found duplicate key {text!r}",
                     key_node.start_mark,
                 )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+            mapping[text] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+
+def _scalar_key_text(key: object) -> str | None:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, (int, float)):
+        return str(key)
+    return None
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -140,25 +160,12 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 def _plain(value: Any, *, where: str) -> Any:
     """JSON-compatible data: string keys, and only the value types JSON has."""
     if isinstance(value, dict):
-        return {_key(key, where=where): _plain(item, where=where) for key, item in value.items()}
+        return {str(key): _plain(item, where=where) for key, item in value.items()}
     if isinstance(value, list):
         return [_plain(item, where=where) for item in value]
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     raise ManifestError(f"{where}: a value of YAML type {type(value).__name__} has no JSON form")
-
-
-def _key(key: object, *, where: str) -> str:
-    # Kubernetes' YAML reader turns scalar keys into their text; so do we (`true` -> "true", `1` -> "1").
-    if isinstance(key, str):
-        return key
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    if isinstance(key, (int, float)):
-        return str(key)
-    raise ManifestError(f"{where}: a mapping key of YAML type {type(key).__name__} has no JSON form")
 
 
 def _describe(value: object) -> str:

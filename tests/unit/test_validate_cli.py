@@ -1,0 +1,168 @@
+"""`modelbooster validate`: exit codes, outputs and the one-line errors for bad files."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from shared import validate_cli
+from tests.unit.factories import backend, modelbooster, worker
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="modelbooster validate")
+    validate_cli.add_arguments(parser)
+    code = validate_cli.run(parser.parse_args(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def write(tmp_path: Path, *documents: Any, name: str = "mb.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False), encoding="utf-8")
+    return str(path)
+
+
+def test_valid_file_exits_0_with_a_summary_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "-f", str(EXAMPLES / "single-vllm-cpu.yaml"))
+    assert (code, out, err) == (0, 'ModelBooster "qwen-small": valid\n', "")
+
+
+def test_output_yaml_prints_the_defaulted_object(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = write(tmp_path, modelbooster(backend(workers=[{"image": "vllm"}]), name="m"))
+    code, out, err = run(capsys, "-f", source, "-o", "yaml")
+    assert (code, err) == (0, "")
+    printed = yaml.safe_load(out)
+    assert printed["spec"]["backends"][0]["routeWeight"] == 100
+    assert printed["spec"]["backends"][0]["workers"] == [{"image": "vllm", "type": "server", "replicas": 1, "pods": 1}]
+
+
+def test_output_json_prints_one_object_or_a_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = write(tmp_path, modelbooster(name="one"))
+    code, out, _ = run(capsys, "-f", source, "-o", "json")
+    assert code == 0
+    assert json.loads(out)["metadata"]["name"] == "one"
+    source = write(tmp_path, modelbooster(name="one"), modelbooster(name="two"))
+    code, out, _ = run(capsys, "-f", source, "-o", "json")
+    listing = json.loads(out)
+    assert (code, listing["kind"], [item["metadata"]["name"] for item in listing["items"]]) == (
+        0,
+        "List",
+        ["one", "two"],
+    )
+
+
+def test_invalid_object_exits_1_with_the_webhook_message(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "-f", str(EXAMPLES / "invalid" / "rate-limit.yaml"))
+    assert (code, out) == (1, "")
+    assert err == (
+        "validation failed:\n"
+        "  - spec.rateLimit: Forbidden: rate limiting of the generated ModelRoute is not supported; "
+        "manage a ModelRoute yourself\n"
+    )
+
+
+def test_multi_document_input_reports_each_document(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = write(
+        tmp_path,
+        modelbooster(name="good"),
+        modelbooster(backend(type="MindIE"), name="bad"),
+        modelbooster(backend(workers=[worker(pods=0)]), name="zero-pods"),
+    )
+    code, out, err = run(capsys, "-f", source, "-o", "yaml")
+    assert code == 1
+    assert [document["metadata"]["name"] for document in yaml.safe_load_all(out)] == ["good", "zero-pods"]
+    assert err == (
+        'document 2 (ModelBooster "bad"):\n'
+        "validation failed:\n"
+        '  - spec.backends[0].type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated\n'
+        'Warning: document 3 (ModelBooster "zero-pods"): spec.backends[0].workers[0].pods: 0 is not a valid pod '
+        "count (every replica has at least its entry pod); set to 1\n"
+    )
+
+
+def test_stdin_is_read_with_a_dash(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump(modelbooster(name="piped"))))
+    code, out, _ = run(capsys, "-f", "-")
+    assert (code, out) == (0, 'ModelBooster "piped": valid\n')
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "<FILE>: no documents (the file is empty)"),
+        ("---\n# only a comment\n---\n", "<FILE>: no documents (the file is empty)"),
+        ("spec: [unclosed\n", "<FILE>: not valid YAML: "),
+        ("- a\n- b\n", "<FILE>: document 1 is a list, expected an object with apiVersion and kind"),
+        ("just text\n", "<FILE>: document 1 is a string, expected an object with apiVersion and kind"),
+        (
+            "apiVersion: v1\nkind: ConfigMap\n",
+            '<FILE>: document 1: kind is "ConfigMap", expected ModelBooster',
+        ),
+        (
+            "apiVersion: workload.serving.volcano.sh/v1beta1\nkind: ModelBooster\n",
+            '<FILE>: document 1: apiVersion is "workload.serving.volcano.sh/v1beta1", expected '
+            "workload.serving.volcano.sh/v1alpha1",
+        ),
+        (
+            "kind: ModelBooster\n",
+            "<FILE>: document 1: apiVersion is missing, expected workload.serving.volcano.sh/v1alpha1",
+        ),
+        ("metadata: {name: x}\n", "<FILE>: document 1: kind is missing, expected ModelBooster"),
+        (
+            "kind: ModelBooster\nkind: ModelBooster\n",
+            "<FILE>: not valid YAML: found duplicate key 'kind' (line 2, column 1)",
+        ),
+    ],
+)
+def test_bad_files_give_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(content, encoding="utf-8")
+    code, out, err = run(capsys, "-f", str(path))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith("modelbooster validate: " + message.replace("<FILE>", str(path)))
+
+
+def test_a_wrong_kind_anywhere_in_the_stream_stops_before_any_validation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = write(tmp_path, modelbooster(backend(type="SGLang")), {"apiVersion": "v1", "kind": "Service"})
+    code, out, err = run(capsys, "-f", source)
+    assert (code, out) == (2, "")
+    assert err == f'modelbooster validate: {source}: document 2: kind is "Service", expected ModelBooster\n'
+
+
+def test_missing_file_and_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
+    assert (code, err) == (2, f"modelbooster validate: {tmp_path / 'nope.yaml'}: no such file\n")
+    code, _, err = run(capsys, "-f", str(tmp_path))
+    assert (code, err) == (2, f"modelbooster validate: {tmp_path}: is a directory, expected a file\n")
+
+
+def test_binary_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"\xff\xfe\x00binary")
+    code, _, err = run(capsys, "-f", str(path))
+    assert (code, err) == (2, f"modelbooster validate: {path}: not UTF-8 text\n")
+
+
+def test_old_file_runs_the_update_checks(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    old = write(tmp_path, modelbooster(backend(workers=[worker(replicas=1)]), name="m"), name="old.yaml")
+    new = write(tmp_path, modelbooster(backend(workers=[worker(replicas=3)]), name="m"), name="new.yaml")
+    code, _, err = run(capsys, "-f", new, "--old", old)
+    assert code == 1
+    assert "spec.backends[0].workers[0].replicas: Forbidden: cannot change from 1 to 3" in err
+    other = write(tmp_path, modelbooster(backend(workers=[worker(replicas=1)]), name="other"), name="other.yaml")
+    code, _, _ = run(capsys, "-f", new, "--old", other)
+    assert code == 0  # no stored object of that name: a CREATE
