@@ -8,8 +8,8 @@ cents/h).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from shared.api import inferno as api
 
@@ -147,15 +147,6 @@ class System:
 
     def class_of(self, server: Server) -> ServiceClass | None:
         return self.service_classes.get(server.class_name or FREE_CLASS)
-
-    def with_desired(self, desired: Mapping[str, Allocation]) -> System:
-        """A copy whose servers named in `desired` carry that allocation as their desired one."""
-        copy = self.snapshot()
-        for name, allocation in desired.items():
-            server = copy.servers.get(name)
-            if server is not None:
-                copy.servers[name] = replace(server, desired=allocation)
-        return copy
 
 
 # --- from the custom resources ---------------------------------------------------------------------------

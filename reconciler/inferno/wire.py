@@ -254,6 +254,12 @@ class WireSystemData(_Wire):
     system: WireSystemSpec
 
 
+class WireAllocationSolution(_Wire):
+    """A reply of /optimize or /optimizeOne, as a remote optimizer sends it."""
+
+    allocations: dict[str, WireAllocation] = Field(default_factory=dict)
+
+
 # --- wire -> system --------------------------------------------------------------------------------------
 
 
@@ -452,6 +458,12 @@ def system_to_wire(system: System) -> dict[str, Any]:
             "capacityData": capacity_to_wire(system.capacity),
         }
     }
+
+
+def solution_from_wire(data: Any) -> dict[str, Allocation]:
+    """Server name -> desired allocation from a remote optimizer's reply (raises pydantic.ValidationError)."""
+    reply = WireAllocationSolution.model_validate(data)
+    return {name: allocation_from_wire(allocation) for name, allocation in reply.allocations.items()}
 
 
 def solution_to_wire(solution: Solution) -> dict[str, Any]:
