@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.kinds import CHILD_KINDS, CONFIG_MAP, EVENT, LEASE, MODEL_BOOSTER, POD
 from tests.chart.rbac import (
     ApiRequest,
     Grant,
@@ -24,19 +25,20 @@ RECONCILER_SA = f"{P}-reconciler"
 WORKLOAD = "workload.serving.volcano.sh"
 NETWORKING = "networking.serving.volcano.sh"
 INFERNO = "inferno.platform.ai"
-CHILD_WRITES = ("get", "list", "watch", "create", "update", "patch", "delete")
+# Children: informers list/watch, create, read back after AlreadyExists, server-side apply (patch), delete.
+CHILD_WRITES = ("get", "list", "watch", "create", "patch", "delete")
 
 
 def _workload_grants(namespace: str | None) -> set[Grant]:
-    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("get", "list", "watch")}
-    grants |= {Grant(WORKLOAD, "modelboosters/status", verb, namespace) for verb in ("patch", "update")}
+    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("list", "watch")}
+    grants.add(Grant(WORKLOAD, "modelboosters/status", "patch", namespace))
     for group, resources in (
         (WORKLOAD, ("modelservings", "autoscalingpolicies", "autoscalingpolicybindings")),
         (NETWORKING, ("modelservers", "modelroutes")),
     ):
         grants |= {Grant(group, resource, verb, namespace) for resource in resources for verb in CHILD_WRITES}
     grants |= {Grant("", "events", verb, namespace) for verb in ("create", "patch")}
-    grants |= {Grant("", "pods", verb, namespace) for verb in ("get", "list", "watch")}
+    grants |= {Grant("", "pods", verb, namespace) for verb in ("list", "watch")}
     for resource in ("accelerators", "models", "serviceclasses", "capacities"):
         grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("get", "list", "watch")}
     for resource in ("servers", "optimizers"):
@@ -47,7 +49,7 @@ def _workload_grants(namespace: str | None) -> set[Grant]:
 
 def _release_namespace_grants(*, self_signed: bool) -> set[Grant]:
     settings = frozenset({f"{P}-reconciler"})
-    grants = {Grant("", "configmaps", verb, NAMESPACE, settings) for verb in ("get", "list", "watch")}
+    grants = {Grant("", "configmaps", verb, NAMESPACE, settings) for verb in ("list", "watch")}
     grants.add(Grant("coordination.k8s.io", "leases", "create", NAMESPACE))
     grants |= {
         Grant("coordination.k8s.io", "leases", v, NAMESPACE, frozenset({f"{P}-reconciler"})) for v in ("get", "update")
@@ -110,7 +112,8 @@ def test_the_webhook_has_no_rights_at_all(rendered_scenarios: dict[str, Rendered
 
 
 def test_reconciler_can_do_what_the_reference_was_denied(defaults: Rendered) -> None:
-    """Q2: Kthena's chart lacked create/update on autoscaling objects and delete on the children."""
+    """Q2: Kthena's chart lacked create/update on autoscaling objects and delete on the children (we change
+    objects by server-side apply, a patch)."""
     grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
     for group, resource in (
         (WORKLOAD, "autoscalingpolicies"),
@@ -119,7 +122,7 @@ def test_reconciler_can_do_what_the_reference_was_denied(defaults: Rendered) -> 
         (NETWORKING, "modelservers"),
         (NETWORKING, "modelroutes"),
     ):
-        for verb in ("create", "update", "delete"):
+        for verb in ("create", "patch", "delete"):
             assert is_allowed(grants, ApiRequest(group, resource, verb, "team-a", "llama-vllm")), (resource, verb)
 
 
@@ -299,3 +302,24 @@ def test_grants_follow_role_bindings_and_refuse_wildcards() -> None:
     dangling = [objects[1]]
     with pytest.raises(RbacError, match="missing ClusterRole read"):
         grants_for_service_account(dangling, service_account="sa", namespace="sys")
+
+
+def test_every_kind_the_reconciler_owns_is_writable(defaults: Rendered) -> None:
+    """A child kind added to reconciler/kinds.py without RBAC would fail at run time with Forbidden."""
+    grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    for kind in CHILD_KINDS:
+        for verb in CHILD_WRITES:
+            assert is_allowed(grants, ApiRequest(kind.group, kind.plural, verb, "team-a", "x")), (kind.kind, verb)
+    for kind in (MODEL_BOOSTER, POD):  # informers over every namespace
+        for verb in ("list", "watch"):
+            assert is_allowed(grants, ApiRequest(kind.group, kind.plural, verb, None)), (kind.kind, verb)
+    assert is_allowed(grants, ApiRequest(MODEL_BOOSTER.group, "modelboosters/status", "patch", "team-a", "x"))
+    assert is_allowed(grants, ApiRequest(EVENT.group, EVENT.plural, "create", "team-a"))
+    lease = ApiRequest(LEASE.group, LEASE.plural, "update", NAMESPACE, f"{P}-reconciler")
+    assert is_allowed(grants, lease)
+    settings = request_from_http(
+        "GET",
+        CONFIG_MAP.collection_path(NAMESPACE),
+        f"watch=true&fieldSelector=metadata.name%3D{P}-reconciler",
+    )
+    assert is_allowed(grants, settings)

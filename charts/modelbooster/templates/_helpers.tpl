@@ -156,26 +156,31 @@ matchExpressions:
 {{- if and .Values.webhook.enabled (not .Values.certManager.enabled) -}}true{{- end -}}
 {{- end -}}
 
-{{/* The reconciler's rules on ModelBoosters, their children and the Inferno kinds. */}}
+{{/*
+The reconciler's rules on ModelBoosters, their children and the Inferno kinds: the verbs its code uses.
+Informers list and watch (no get); children are created, read back after an AlreadyExists, changed by
+server-side apply (patch) and deleted when stale; status is written with a patch; Events are created, then
+patched when they repeat.
+*/}}
 {{- define "modelbooster.reconciler.workloadRules" -}}
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelboosters"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelboosters/status"]
-  verbs: ["patch", "update"]
+  verbs: ["patch"]
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelservings", "autoscalingpolicies", "autoscalingpolicybindings"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["networking.serving.volcano.sh"]
   resources: ["modelservers", "modelroutes"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["inferno.platform.ai"]
   resources: ["accelerators", "models", "serviceclasses", "capacities"]
   verbs: ["get", "list", "watch"]

@@ -1,0 +1,32 @@
+"""NOTES.txt tells the user how to check the install, with the names this release really uses."""
+
+from __future__ import annotations
+
+from tests.chart.render import NAMESPACE, Rendered
+
+P = "mb-modelbooster"
+
+
+def test_notes_name_the_objects_to_check(defaults: Rendered) -> None:
+    notes = defaults.notes
+    names = {obj["metadata"]["name"] for obj in defaults.objects}
+    assert f"kubectl -n {NAMESPACE} get deploy,pods -l app.kubernetes.io/instance=mb" in notes
+    assert f"secret {P}-webhook-tls" in notes
+    assert f"mutatingwebhookconfiguration {P} " in notes
+    assert f"validatingwebhookconfiguration {P} " in notes
+    assert P in names
+    assert f"svc/{P}-reconciler-metrics" in notes
+    assert f"{P}-reconciler-metrics" in names
+    assert "kubectl create --dry-run=server" in notes
+    assert "reconciler (its leader) creates and rotates the certificate" in notes
+
+
+def test_notes_in_cert_manager_mode_point_at_the_certificate(rendered_scenarios: dict[str, Rendered]) -> None:
+    notes = rendered_scenarios["cert-manager"].notes
+    assert f"get certificate {P}-webhook" in notes
+    assert "reconciler (its leader) creates" not in notes
+
+
+def test_notes_say_which_namespaces_the_webhooks_match(rendered_scenarios: dict[str, Rendered]) -> None:
+    assert f"every namespace except {NAMESPACE} and kube-system." in rendered_scenarios["defaults"].notes
+    assert "limited to team-a, team-b" in rendered_scenarios["namespaces"].notes
