@@ -1,4 +1,4 @@
-"""Fixtures of the chart tests: one render per scenario, shared by the tests of a module."""
+"""Fixtures of the chart tests: one render per scenario, shared by every chart test (read them, never modify them)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from tests.chart.render import Rendered, render
 from tests.chart.scenarios import SCENARIOS
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rendered_scenarios() -> dict[str, Rendered]:
     return {name: render(values) for name, values in SCENARIOS.items()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def defaults() -> Rendered:
     return render()
