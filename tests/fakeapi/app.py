@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -26,6 +27,7 @@ from tests.fakeapi.util import Clock, system_clock
 from tests.fakeapi.watch import StoreEvent, Watcher, WatchHub, _Close
 
 Obj = dict[str, Any]
+_log = logging.getLogger("tests.fakeapi")
 
 DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 MAX_BODY_BYTES: Final = 3 * 1024 * 1024
@@ -300,6 +302,11 @@ def make_app(api: FakeApi) -> web.Application:
         except ApiError as err:
             status = err.code
             return _status_response(err)
+        except Exception as err:
+            # A bug in the fake: answer like kube-apiserver answers a panic, and keep the traceback in the log.
+            _log.exception("fakeapi failed on %s %s", method, request.path)
+            status = 500
+            return _status_response(e.internal(f"fakeapi: {type(err).__name__}: {err}"))
         finally:
             api.log.add(
                 LoggedRequest(

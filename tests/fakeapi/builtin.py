@@ -144,10 +144,17 @@ class NamespaceStrategy(Strategy):
         metadata["labels"] = labels
 
 
+def _drop_empty_maps(obj: Obj, *fields: str) -> None:
+    for name in fields:
+        if obj.get(name) in ({}, None):
+            obj.pop(name, None)
+
+
 class ConfigMapStrategy(Strategy):
     top_level_fields = frozenset({"apiVersion", "kind", "metadata", "data", "binaryData", "immutable"})
 
     def prepare_for_create(self, obj: Obj) -> None:
+        _drop_empty_maps(obj, "data", "binaryData")
         _require_string_map(obj, "data", "ConfigMap")
         _require_string_map(obj, "binaryData", "ConfigMap")
         _check_base64(obj, "binaryData", "ConfigMap")
@@ -193,6 +200,7 @@ class SecretStrategy(Strategy):
                 data[key] = base64.b64encode(value.encode()).decode()
             obj["data"] = data
         obj.setdefault("type", "Opaque")
+        _drop_empty_maps(obj, "data")
 
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         self.prepare_for_create(new)

@@ -369,31 +369,48 @@ def merge(live: Any, config: Any, schema: Obj | None) -> Any:
 
 
 def _merge_list(live: list[Any], config: list[Any], schema: Obj | None) -> list[Any]:
+    """Associative list merge, in structured-merge-diff's order: live-only items keep their place, config
+    items follow the configuration's order."""
     element = _items(schema)
     is_map = _list_type(schema) == "map"
-    live_by = {item_element(i, schema): i for i in live}
-    config_by = {item_element(i, schema): i for i in config}
-    live_order = list(live_by)
+    live_order = [item_element(i, schema) for i in live]
+    config_order = [item_element(i, schema) for i in config]
+    live_by = dict(zip(live_order, live, strict=True))
+    config_by = dict(zip(config_order, config, strict=True))
+    shared = [pe for pe in config_order if pe in live_by]
+    next_shared = shared.pop(0) if shared else None
+
+    def merged(pe: str) -> Any:
+        if pe not in live_by:
+            return _copy(config_by[pe])
+        return merge(live_by[pe], config_by[pe], element) if is_map else _copy(config_by[pe])
+
     result: list[Any] = []
-    emitted: set[str] = set()
-    cursor = 0
-    for pe, item in config_by.items():
-        if pe in live_by:
-            # Keep live-only items that came before this one where they were.
-            target = live_order.index(pe)
-            while cursor < target:
-                earlier = live_order[cursor]
-                if earlier not in config_by and earlier not in emitted:
-                    result.append(live_by[earlier])
-                    emitted.add(earlier)
-                cursor += 1
-            result.append(merge(live_by[pe], item, element) if is_map else _copy(item))
+    li = ri = 0
+    while li < len(live_order) or ri < len(config_order):
+        if li < len(live_order) and ri < len(config_order):
+            pe = live_order[li]
+            if pe == config_order[ri]:
+                result.append(merged(pe))
+                li += 1
+                ri += 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if pe in config_by and next_shared is not None and next_shared != pe:
+                li += 1
+                continue
+        if li < len(live_order) and live_order[li] not in config_by:
+            result.append(live_by[live_order[li]])
+            li += 1
+            continue
+        if ri < len(config_order):
+            pe = config_order[ri]
+            result.append(merged(pe))
+            ri += 1
+            if next_shared == pe:
+                next_shared = shared.pop(0) if shared else None
         else:
-            result.append(_copy(item))
-        emitted.add(pe)
-    for pe in live_order:
-        if pe not in emitted and pe not in config_by:
-            result.append(live_by[pe])
+            li += 1
     return result
 
 

@@ -235,6 +235,12 @@ def validate_finalizers(finalizers: Any, path: str) -> list[FieldError]:
     return errs
 
 
+def drop_empty(meta: Obj) -> None:
+    """ObjectMeta fields are `omitempty`: empty strings, lists and maps do not survive a round trip."""
+    for key in [k for k, v in meta.items() if v in ("", None, [], {}) and k != "name"]:
+        del meta[key]
+
+
 def validate_object_meta(meta: Obj, *, namespaced: bool, name_rule: str) -> list[FieldError]:
     """ValidateObjectMeta for a create (and the parts of an update that are checked the same way)."""
     errs: list[FieldError] = []

@@ -126,6 +126,8 @@ class Registry:
 
     def internal(self, res: ResourceInfo, version: str, obj: Obj) -> Obj:
         stored = res.strategy.to_storage(obj, version)
+        if isinstance(stored.get("metadata"), dict):
+            meta.drop_empty(stored["metadata"])
         if res.custom:
             stored["apiVersion"] = res.api_version(res.storage_version)
         return stored
@@ -561,6 +563,7 @@ class Registry:
     def commit_update(self, res: ResourceInfo, stored: Obj, existing: Obj, *, version: str) -> Obj:
         """Write an update; a deleting object whose last finalizer went away is deleted instead."""
         stored_meta = stored["metadata"]
+        meta.drop_empty(stored_meta)
         namespace_held = res.storage_key == NAMESPACE_KEY and bool((stored.get("spec") or {}).get("finalizers"))
         if stored_meta.get("deletionTimestamp") and not stored_meta.get("finalizers") and not namespace_held:
             self.store.delete(res.storage_key, existing)

@@ -79,10 +79,10 @@ class FakeApiServer:
     async def start(self) -> None:
         """Serve on the running event loop."""
         self._loop = asyncio.get_running_loop()
-        self._runner = web.AppRunner(make_app(self.api), handle_signals=False, access_log=None)
+        self._runner = web.AppRunner(make_app(self.api), handle_signals=False, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         context: ssl.SSLContext | None = self.certificates.server_context() if self.certificates else None
-        site = web.TCPSite(self._runner, self.host, self.requested_port, ssl_context=context, shutdown_timeout=0.5)
+        site = web.TCPSite(self._runner, self.host, self.requested_port, ssl_context=context)
         await site.start()
         sockets = getattr(site._server, "sockets", None)
         if not sockets:

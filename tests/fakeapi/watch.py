@@ -39,7 +39,7 @@ ABORT: Final = _Close(abort=True)
 Matcher = Callable[[Obj], bool]
 
 
-@dataclass
+@dataclass(eq=False)
 class Watcher:
     storage_key: str
     matches: Matcher
