@@ -100,11 +100,13 @@ def validate_inferno_objects(
     """Cross-object checks over one namespace's objects (each already valid on its own)."""
     report = _Collector()
     accelerator_names = _unique_names(
-        report, "Accelerator", "accelerator", [(_name(a), a.spec.name) for a in accelerators]
+        report, kind="Accelerator", noun="accelerator", names=[(_name(a), a.spec.name) for a in accelerators]
     )
-    model_names = _unique_names(report, "Model", "model", [(_name(m), m.spec.name) for m in models])
-    _unique_names(report, "ServiceClass", "service class", [(_name(c), c.spec.name) for c in service_classes])
-    _unique_names(report, "Server", "server", [(_name(s), s.spec.name) for s in servers])
+    model_names = _unique_names(report, kind="Model", noun="model", names=[(_name(m), m.spec.name) for m in models])
+    _unique_names(
+        report, kind="ServiceClass", noun="service class", names=[(_name(c), c.spec.name) for c in service_classes]
+    )
+    _unique_names(report, kind="Server", noun="server", names=[(_name(s), s.spec.name) for s in servers])
 
     accelerator_types = {a.spec.type for a in accelerators}
     # The first object of a duplicated name is the one that counts, as in the error message.
@@ -118,18 +120,14 @@ def validate_inferno_objects(
     for model in models:
         for index, entry in enumerate(model.spec.data):
             if entry.acc not in accelerator_names:
-                report.warn(
-                    "Model",
-                    _name(model),
+                report.about("Model", _name(model)).warn(
                     f"spec.data[{index}].acc",
                     f"unknown accelerator {entry.acc!r}; this entry is ignored{_known(accelerator_names)}",
                 )
     for service_class in service_classes:
         for index, target in enumerate(service_class.spec.data):
             if target.model not in model_names:
-                report.warn(
-                    "ServiceClass",
-                    _name(service_class),
+                report.about("ServiceClass", _name(service_class)).warn(
                     f"spec.data[{index}].model",
                     f"unknown model {target.model!r}; this target is unused{_known(model_names)}",
                 )
@@ -141,7 +139,7 @@ def validate_inferno_objects(
             models_by_name=models_by_name,
             classes_by_name=classes_by_name,
         )
-    _check_capacities(report, capacities, accelerator_types)
+    _check_capacities(report, capacities=capacities, accelerator_types=accelerator_types)
     return report.done()
 
 
@@ -153,28 +151,22 @@ def _check_server(
     models_by_name: Mapping[str, Model],
     classes_by_name: Mapping[str, ServiceClass],
 ) -> None:
-    name = _name(server)
+    about = report.about("Server", _name(server))
     spec = server.spec
     service_class = classes_by_name.get(spec.class_name)
     model = models_by_name.get(spec.model)
     if service_class is None:
-        report.error(
-            "Server", name, "spec.class", f"unknown service class {spec.class_name!r}{_known(classes_by_name)}"
-        )
+        about.error("spec.class", f"unknown service class {spec.class_name!r}{_known(classes_by_name)}")
     if model is None:
-        report.error("Server", name, "spec.model", f"unknown model {spec.model!r}{_known(models_by_name)}")
+        about.error("spec.model", f"unknown model {spec.model!r}{_known(models_by_name)}")
     if service_class is not None and model is not None:
         if all(target.model != spec.model for target in service_class.spec.data):
-            report.error(
-                "Server",
-                name,
+            about.error(
                 "spec.model",
                 f"service class {spec.class_name!r} has no SLO target for model {spec.model!r}",
             )
         if not any(entry.acc in accelerator_names for entry in model.spec.data):
-            report.warn(
-                "Server",
-                name,
+            about.warn(
                 "spec.model",
                 f"model {spec.model!r} has no performance data for any known accelerator; nothing can host it",
             )
@@ -183,36 +175,34 @@ def _check_server(
             continue
         message = f"unknown accelerator {allocation.accelerator!r}{_known(accelerator_names)}"
         if path == "spec.currentAlloc":
-            report.error("Server", name, f"{path}.accelerator", message)
+            about.error(f"{path}.accelerator", message)
         else:  # our own output of an earlier run; the next run overwrites it
-            report.warn("Server", name, f"{path}.accelerator", message)
+            about.warn(f"{path}.accelerator", message)
 
 
-def _check_capacities(report: _Collector, capacities: Sequence[Capacity], accelerator_types: set[str]) -> None:
+def _check_capacities(report: _Collector, *, capacities: Sequence[Capacity], accelerator_types: set[str]) -> None:
     owner_of_type: dict[str, str] = {}
     for capacity in capacities:
         for index, entry in enumerate(capacity.spec.count):
             path = f"spec.count[{index}].type"
             earlier = owner_of_type.get(entry.type)
             if earlier is not None:
-                report.warn(
-                    "Capacity",
-                    _name(capacity),
+                report.about("Capacity", _name(capacity)).warn(
                     path,
                     f"type {entry.type!r} is also counted by Capacity {earlier}; this later entry wins",
                 )
             owner_of_type[entry.type] = _name(capacity)
             if entry.type not in accelerator_types:
-                report.warn("Capacity", _name(capacity), path, f"no accelerator has type {entry.type!r}")
+                report.about("Capacity", _name(capacity)).warn(path, f"no accelerator has type {entry.type!r}")
 
 
-def _unique_names(report: _Collector, kind: str, noun: str, names: Iterable[tuple[str, str]]) -> set[str]:
+def _unique_names(report: _Collector, *, kind: str, noun: str, names: Iterable[tuple[str, str]]) -> set[str]:
     first_owner: dict[str, str] = {}
     for object_name, spec_name in names:
         owner = first_owner.get(spec_name)
         if owner is not None:
-            report.error(
-                kind, object_name, "spec.name", f"duplicate {noun} name {spec_name!r} (also used by {kind} {owner})"
+            report.about(kind, object_name).error(
+                "spec.name", f"duplicate {noun} name {spec_name!r} (also used by {kind} {owner})"
             )
             continue
         first_owner[spec_name] = object_name
@@ -224,14 +214,26 @@ class _Collector:
     errors: list[InfernoIssue] = field(default_factory=list)
     warnings: list[InfernoIssue] = field(default_factory=list)
 
-    def error(self, kind: str, name: str, path: str, message: str) -> None:
-        self.errors.append(InfernoIssue(kind=kind, name=name, path=path, message=message))
-
-    def warn(self, kind: str, name: str, path: str, message: str) -> None:
-        self.warnings.append(InfernoIssue(kind=kind, name=name, path=path, message=message))
+    def about(self, kind: str, name: str) -> _About:
+        return _About(self, kind, name)
 
     def done(self) -> InfernoReport:
         return InfernoReport(errors=tuple(self.errors), warnings=tuple(self.warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class _About:
+    """Issues about one object: only the field path and the message vary."""
+
+    collector: _Collector
+    kind: str
+    name: str
+
+    def error(self, path: str, message: str) -> None:
+        self.collector.errors.append(InfernoIssue(kind=self.kind, name=self.name, path=path, message=message))
+
+    def warn(self, path: str, message: str) -> None:
+        self.collector.warnings.append(InfernoIssue(kind=self.kind, name=self.name, path=path, message=message))
 
 
 def _name(obj: Accelerator | Model | ServiceClass | Server | Capacity) -> str:

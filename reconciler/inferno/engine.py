@@ -27,6 +27,7 @@ from reconciler.inferno.solver import (
     transition_value,
 )
 from reconciler.inferno.system import FREE_CLASS, Allocation, OptimizerFlags, Server, System
+from shared.api.inferno import LOWEST_PRIORITY
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ def optimize(system: System, flags: OptimizerFlags | None = None) -> Solution:
 
 def _priority(system: System, server: Server) -> int:
     service_class = system.class_of(server)
-    return service_class.priority if service_class is not None else 100
+    return service_class.priority if service_class is not None else LOWEST_PRIORITY
 
 
 def _solution(
@@ -203,7 +204,16 @@ def _solution(
         current = server.current
         if chosen is None:
             if current.accelerator:
-                changes.append(AllocationChange(name, current.accelerator, current.num_replicas, "", 0, -current.cost))
+                changes.append(
+                    AllocationChange(
+                        server=name,
+                        old_accelerator=current.accelerator,
+                        old_replicas=current.num_replicas,
+                        new_accelerator="",
+                        new_replicas=0,
+                        cost_delta=-current.cost,
+                    )
+                )
             continue
         allocation = Allocation(
             accelerator=chosen.accelerator,
@@ -227,12 +237,12 @@ def _solution(
         if (chosen.accelerator, chosen.num_replicas) != (current.accelerator, current.num_replicas):
             changes.append(
                 AllocationChange(
-                    name,
-                    current.accelerator,
-                    current.num_replicas,
-                    chosen.accelerator,
-                    chosen.num_replicas,
-                    chosen.cost - current.cost,
+                    server=name,
+                    old_accelerator=current.accelerator,
+                    old_replicas=current.num_replicas,
+                    new_accelerator=chosen.accelerator,
+                    new_replicas=chosen.num_replicas,
+                    cost_delta=chosen.cost - current.cost,
                 )
             )
     usage = {

@@ -172,14 +172,16 @@ def _largest_rate_within_targets(
     Both the mean service time and the mean wait grow with the rate, so min(lambda_ITL, lambda_TTW) is the
     root of max(S / S*, W / W*) = 1: one bisection instead of upstream's two, half the queue solves.
     """
-    service_limit = length * target.slo_itl if target.slo_itl > 0 else math.inf
-    wait_limit = target.slo_ttw / SLO_MARGIN if target.slo_ttw > 0 else math.inf
-    if math.isinf(service_limit) and math.isinf(wait_limit):
+    itl, ttw = target.slo_itl, target.slo_ttw
+    if itl <= 0 and ttw <= 0:
         return rate_max
 
+    # Ratios are formed so that no divisor can underflow to 0 (a TTW of 1e-320 ms is "infeasible", not a crash).
     def worst_ratio(rate: float) -> float:
         metrics = queue.solve(rate)
-        return max(metrics.avg_service_time / service_limit, metrics.avg_wait_time / wait_limit)
+        itl_ratio = metrics.avg_service_time / length / itl if itl > 0 else 0.0
+        wait_ratio = metrics.avg_wait_time * SLO_MARGIN / ttw if ttw > 0 else 0.0
+        return max(itl_ratio, wait_ratio)
 
     found = bisect(worst_ratio, lo=rate_min, hi=rate_max, target=1.0)
     if found.outcome == "below":

@@ -170,7 +170,7 @@ def _exhaustive(entries: Sequence[_Entry], *, available: dict[str, int], placeme
             replicas = min(fits, candidate.num_replicas)
             if replicas > 0:
                 available[candidate.acc_type] -= replicas * candidate.units_per_replica
-                _place_partial(entry.server, candidate, replicas, placement=placement)
+                _place_partial(placement, server=entry.server, candidate=candidate, replicas=replicas)
                 break
 
 
@@ -192,10 +192,10 @@ def _round_robin(entries: Sequence[_Entry], *, available: dict[str, int], placem
                 progress = True
     for (entry, candidate), replicas in zip(fixed, granted, strict=True):
         if replicas > 0:
-            _place_partial(entry.server, candidate, replicas, placement=placement)
+            _place_partial(placement, server=entry.server, candidate=candidate, replicas=replicas)
 
 
-def _place_partial(server: str, candidate: Candidate, replicas: int, *, placement: Placement) -> None:
+def _place_partial(placement: Placement, *, server: str, candidate: Candidate, replicas: int) -> None:
     placement.chosen[server] = rescale(candidate, replicas)
     if replicas < candidate.num_replicas:
         placement.partial.add(server)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from shared.api.base import ApiModel, Condition, ObjectMeta
 
 GROUP: Final = "inferno.platform.ai"
 VERSION: Final = "v1alpha1"
@@ -53,29 +55,11 @@ SATURATION_POLICIES: Final[tuple[SaturationPolicy, ...]] = (
     "RoundRobin",
 )
 
-ConditionStatus = Literal["True", "False", "Unknown"]
-
 NonEmptyName = Annotated[str, Field(min_length=1)]
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class ObjectMeta(BaseModel):
-    """The parts of `metadata` we read; everything else is kept as it came."""
-
-    model_config = ConfigDict(populate_by_name=True, extra="allow")
-
-    name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    resource_version: str | None = Field(default=None, alias="resourceVersion")
-    generation: int | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    finalizers: list[str] | None = None
-    deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
+class _Wire(ApiModel):
+    """camelCase on the wire, unknown fields refused, API-server-strict types (shared.api.base)."""
 
 
 class ActiveStatus(_Wire):
@@ -284,15 +268,6 @@ class OptimizerObjectSpec(_Wire):
     data: OptimizerData
 
 
-class Condition(_Wire):
-    type: NonEmptyName
-    status: ConditionStatus
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
-    observed_generation: int | None = Field(default=None, alias="observedGeneration", ge=0)
-
-
 class OptimizerStatus(_Wire):
     done: bool | None = Field(default=None, description="set after a successful run")
     conditions: list[Condition] | None = None
@@ -334,5 +309,5 @@ def _reject_duplicates(values: list[str], *, what: str) -> None:
 
 
 def dump_wire(obj: BaseModel) -> dict[str, Any]:
-    """The JSON form written to the API server."""
+    """The JSON form written to the API server (`ApiModel.to_wire` for any model)."""
     return obj.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -190,7 +190,15 @@ def test_optimizer_flags_and_status() -> None:
         },
         "status": {
             "done": True,
-            "conditions": [{"type": "Optimized", "status": "True", "reason": "Succeeded"}],
+            "conditions": [
+                {
+                    "type": "Optimized",
+                    "status": "True",
+                    "reason": "Succeeded",
+                    "message": "2 servers allocated",
+                    "lastTransitionTime": "2025-01-01T00:00:00Z",
+                }
+            ],
             "lastRunTime": "2025-01-01T00:00:00Z",
             "lastRunDurationSeconds": 0.25,
         },
