@@ -27,3 +27,18 @@ def is_dns1123_label(value: str) -> bool:
 def model_download_dir_name(uri: str) -> str:
     """The directory a URI is downloaded into: `/` + lowercase hex MD5 of the whole URI."""
     return "/" + hashlib.md5(uri.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def model_downloader_name(model: str) -> str:
+    """The init container that downloads the model weights."""
+    return f"{model}-model-downloader"
+
+
+def lora_downloader_name(model: str, index: int) -> str:
+    """The init container that downloads the LoRA adapter at `index` of a backend."""
+    return f"{model}-lora-downloader-{index}"
+
+
+def ray_worker_container_name(backend: str) -> str:
+    """The container of a multi-node vLLM backend's worker pods."""
+    return f"{backend.lower()}-vllm-worker"

@@ -32,7 +32,13 @@ from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
 from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_object, engine_port, kv_connector
 from shared.errors import FieldError, ValidationFailed, duplicate, forbidden, invalid, required
-from shared.naming import backend_resource_name, is_dns1123_label
+from shared.naming import (
+    backend_resource_name,
+    is_dns1123_label,
+    lora_downloader_name,
+    model_downloader_name,
+    ray_worker_container_name,
+)
 from shared.quantity import check_quantity
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
@@ -95,8 +101,18 @@ def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None 
 def _normalised(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object with the one wire form the `kubernetes` models reject although Kubernetes accepts it:
     a numeric `resourceFieldRef.divisor` (a quantity, which the client types as a string)."""
+    if not _numeric_divisors(obj):
+        # The common case: nothing to rewrite, so no copy (validation runs on every admission request).
+        return obj if isinstance(obj, dict) else dict(obj)
     copy: dict[str, Any] = _deep_copy(obj)
-    spec = copy.get("spec")
+    for selector in _numeric_divisors(copy):
+        selector["divisor"] = str(selector["divisor"])
+    return copy
+
+
+def _numeric_divisors(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    spec = obj.get("spec")
     backends = spec.get("backends") if isinstance(spec, dict) else None
     for backend in backends if isinstance(backends, list) else ():
         env = backend.get("env") if isinstance(backend, dict) else None
@@ -104,8 +120,8 @@ def _normalised(obj: Mapping[str, Any]) -> dict[str, Any]:
             selector = _dig(entry, "valueFrom", "resourceFieldRef")
             divisor = selector.get("divisor") if selector is not None else None
             if selector is not None and isinstance(divisor, int) and not isinstance(divisor, bool):
-                selector["divisor"] = str(divisor)
-    return copy
+                found.append(selector)
+    return found
 
 
 def _deep_copy(value: Any) -> Any:
@@ -481,6 +497,27 @@ def _generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Itera
                 "the generated ModelServing and ModelServer name <metadata.name>-<backend name> must be a DNS-1123 "
                 "label of at most 63 characters (it is also a pod label value); shorten metadata.name or the "
                 "backend name",
+            )
+            continue  # the container names share the cause; one error says it
+        yield from _container_names(i, model_name, backend)
+
+
+def _container_names(index: int, model_name: str, backend: ModelBackend) -> Iterator[FieldError]:
+    """Generated container names are DNS-1123 labels too, or the pods of the ModelServing are refused."""
+    candidates = [("metadata.name", model_downloader_name(model_name))]
+    adapters = backend.lora_adapters or ()
+    if adapters:
+        last = len(adapters) - 1
+        candidates.append(("metadata.name", lora_downloader_name(model_name, last)))
+    if backend.type == "vLLM":
+        candidates.append((f"spec.backends[{index}].name", ray_worker_container_name(backend.name)))
+    for path, container in candidates:
+        if not is_dns1123_label(container):
+            yield invalid(
+                path,
+                container,
+                f"the generated container name {container!r} must be a DNS-1123 label of at most 63 characters; "
+                "shorten the name",
             )
 
 

@@ -29,6 +29,7 @@ from reconciler.synthesis.vllm_args import number_text
 from shared.api.modelbooster import DEFAULT_WORKER_PODS, DEFAULT_WORKER_REPLICAS, ModelWorker
 from shared.constants import KIND_MODEL_SERVING, LABEL_MODELSERVING_NAME, WORKLOAD_API_VERSION
 from shared.engine import ConfigError, config_object
+from shared.naming import lora_downloader_name, model_downloader_name, ray_worker_container_name
 
 DSHM_VOLUME = "dshm"
 RESTART_GRACE_PERIOD_SECONDS = 60
@@ -116,7 +117,7 @@ def _init_containers(plan: BackendPlan, *, settings: SynthesisSettings) -> list[
     backend = plan.backend
     model = plan.owner.name
     downloader: dict[str, Any] = {
-        "name": f"{model}-model-downloader",
+        "name": model_downloader_name(model),
         "image": settings.downloader_image,
         "args": ["--source", backend.model_uri, "--output-dir", plan.model_path],
     }
@@ -129,7 +130,7 @@ def _init_containers(plan: BackendPlan, *, settings: SynthesisSettings) -> list[
     containers = [downloader]
     for index, lora in enumerate(plan.loras):
         container: dict[str, Any] = {
-            "name": f"{model}-lora-downloader-{index}",
+            "name": lora_downloader_name(model, index),
             "image": settings.downloader_image,
             "args": ["--source", lora.source, "--output-dir", lora.output_dir],
         }
@@ -287,7 +288,7 @@ def _vllm_entry_pod(
 def _vllm_worker_pod(plan: BackendPlan, *, server: ModelWorker, settings: SynthesisSettings) -> dict[str, Any]:
     backend = plan.backend
     worker: dict[str, Any] = {
-        "name": f"{backend.name.lower()}-vllm-worker",
+        "name": ray_worker_container_name(backend.name),
         **_image(server),
         "command": worker_command(),
     }

@@ -603,6 +603,41 @@ def test_a_dotted_model_name_cannot_make_a_label_value() -> None:
     ]
 
 
+def container_detail(name: str) -> str:
+    return f"the generated container name {name!r} must be a DNS-1123 label of at most 63 characters; shorten the name"
+
+
+def test_a_model_name_too_long_for_the_downloader_container_is_rejected() -> None:
+    # `<model>-model-downloader` adds 17 characters: 46 + 17 = 63 passes, 47 + 17 = 64 does not.
+    assert lines(modelbooster(backend("a"), name="m" * 46)) == []
+    long_name = "m" * 47
+    assert lines(modelbooster(backend("a"), name=long_name)) == [
+        f'metadata.name: Invalid value: "{long_name}-model-downloader": '
+        + container_detail(f"{long_name}-model-downloader")
+    ]
+
+
+def test_the_last_lora_downloader_name_must_fit_too() -> None:
+    # `<model>-lora-downloader-<i>` adds 18 characters for i < 10: a 45-character model name fits, 46 does not.
+    fits = modelbooster(backend("a", loraAdapters=[lora("x")]), name="m" * 45)
+    assert lines(fits) == []
+    name = "m" * 46
+    too_long = modelbooster(backend("a", loraAdapters=[lora("x")]), name=name)
+    assert lines(too_long) == [
+        f'metadata.name: Invalid value: "{name}-lora-downloader-0": ' + container_detail(f"{name}-lora-downloader-0")
+    ]
+
+
+def test_a_backend_name_too_long_for_the_ray_worker_container_is_rejected() -> None:
+    # `<backend>-vllm-worker` adds 12 characters: 51 + 12 = 63 passes, 52 + 12 = 64 does not.
+    assert lines(modelbooster(backend("b" * 51), name="m")) == []
+    long_backend = "b" * 52
+    assert lines(modelbooster(backend(long_backend), name="m")) == [
+        f'spec.backends[0].name: Invalid value: "{long_backend}-vllm-worker": '
+        + container_detail(f"{long_backend}-vllm-worker")
+    ]
+
+
 def test_without_a_name_yet_generated_names_are_not_checked() -> None:
     obj = modelbooster(backend("a"))
     obj["metadata"] = {"generateName": "llama-"}
