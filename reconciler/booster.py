@@ -174,8 +174,10 @@ class ModelBoosterReconciler:
             desired = self._synthesize(typed)
         except InvalidSpec as error:
             outcome = Outcome(applied_all=False, failure=str(error), failure_reason=REASON_INVALID)
-            await self._write_status(booster, outcome)
-            await self.recorder.emit(booster, type="Warning", reason="InvalidSpec", message=str(error))
+            await asyncio.gather(
+                self._write_status(booster, outcome),
+                self.recorder.emit(booster, type="Warning", reason="InvalidSpec", message=str(error)),
+            )
             raise TerminalError(f"{key}: {error}") from None
 
         plan = None
@@ -202,8 +204,8 @@ class ModelBoosterReconciler:
             outcome = Outcome(applied_all=True, failure="; ".join(report.lora_failures), failure_reason=REASON_LORA)
         else:
             outcome = Outcome(applied_all=True)
-        await self._write_status(booster, outcome)
-        await self._post_events(booster, report)
+        # Independent writes: one round trip instead of two.
+        await asyncio.gather(self._write_status(booster, outcome), self._post_events(booster, report))
         if not report.ok:
             raise ReconcileError("; ".join(report.not_owned + report.failures + report.lora_failures))
         return Result()

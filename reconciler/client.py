@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -111,6 +112,11 @@ class WatchEvent:
     object: dict[str, Any]
 
 
+def _proxy_configured() -> bool:
+    return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                                   "ALL_PROXY", "all_proxy"))  # fmt: skip
+
+
 class KubeClient:
     def __init__(
         self,
@@ -163,6 +169,11 @@ class KubeClient:
         user_agent: str = "modelbooster",
         metrics: Metrics | None = None,
     ) -> KubeClient:
+        if not _proxy_configured():
+            # The generated client's session trusts the environment, which costs two thread-pool hops per request
+            # (a ~/.netrc lookup and a proxy lookup). Without proxy variables neither can apply.
+            configuration.client_session_kwargs = {**(getattr(configuration, "client_session_kwargs", None) or {}),
+                                                   "trust_env": False}  # fmt: skip
         api_client = ApiClient(configuration)
         api_client.user_agent = user_agent
         return cls(api_client, qps=qps, burst=burst, metrics=metrics)
@@ -190,12 +201,14 @@ class KubeClient:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
-        method, url, headers, body, _ = await self.api_client.param_serialize(
+        # The body is already plain JSON data: hand it to the transport as is, skipping the generated client's
+        # recursive sanitising copy (a third of the client-side cost of a large ModelServing write).
+        method, url, headers, _, _ = await self.api_client.param_serialize(
             method=method,
             resource_path=path,
             query_params=query or [],
             header_params=headers,
-            body=body,
+            body=None,
             auth_settings=["BearerToken"],
         )
         try:
