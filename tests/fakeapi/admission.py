@@ -139,6 +139,8 @@ class Admission:
         if self._session is not None:
             await self._session.close()
             self._session = None
+            # Let TLS connections finish their close handshakes (aiohttp's graceful-shutdown advice).
+            await asyncio.sleep(0.05)
 
     def _webhooks(self, key: str, attrs: Attributes) -> list[Obj]:
         if attrs.resource.group in _EXEMPT_GROUPS:

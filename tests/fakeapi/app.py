@@ -205,6 +205,9 @@ async def _read_body(request: web.Request) -> Any:
     if not raw:
         return None
     content_type = request.content_type
+    if "protobuf" in content_type or "cbor" in content_type:
+        # Only JSON and YAML bodies are understood (kubectl's typed clients send protobuf: see __init__).
+        raise e.unsupported_media_type(["application/json", "application/yaml"])
     try:
         if "yaml" in content_type:
             return yaml.safe_load(raw)

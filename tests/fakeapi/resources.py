@@ -131,7 +131,8 @@ class ResourceInfo:
 
     @property
     def group_kind(self) -> GroupKind:
-        return GroupKind(self.group, self.kind)
+        """The kind named in Invalid errors: the stored type's, so events.k8s.io events say `Event`."""
+        return GroupKind(self.group if self.storage_group is None else self.storage_group, self.kind)
 
     @property
     def storage_version(self) -> str:

@@ -260,30 +260,32 @@ class Validator:
         self._check_list_type(value, schema, path)
 
     def _check_list_type(self, value: list[Any], schema: Obj, path: str) -> None:
+        """Uniqueness of sets (whole items) and maps (key fields), reported at each value's second
+        appearance only, like apiextensions' validateListSetsAndMaps."""
         list_type = schema.get("x-kubernetes-list-type")
         if list_type == "set":
-            seen: list[Any] = []
-            for index, item in enumerate(value):
-                if any(json_equal(item, s) for s in seen):
-                    self.errors.append(e.duplicate(index_path(path, index), item))
-                else:
-                    seen.append(item)
+            keys: list[Any] = value
         elif list_type == "map":
-            keys = schema.get("x-kubernetes-list-map-keys") or []
-            seen_keys: list[str] = []
+            fields = schema.get("x-kubernetes-list-map-keys") or []
             for index, item in enumerate(value):
-                if not isinstance(item, dict):
-                    continue
-                missing = [k for k in keys if k not in item]
-                for k in missing:
-                    self.errors.append(e.required(child_path(index_path(path, index), k), ""))
-                if missing:
-                    continue
-                key = _map_key(item, keys)
-                if key in seen_keys:
-                    self.errors.append(e.duplicate(index_path(path, index), {k: item[k] for k in keys}))
-                else:
-                    seen_keys.append(key)
+                if item is not None and not isinstance(item, dict):
+                    self.errors.append(
+                        e.invalid(index_path(path, index), item, "must be an object for an array of list-type map")
+                    )
+                    return
+            keys = [{k: item[k] for k in fields if k in item} if isinstance(item, dict) else {} for item in value]
+        else:
+            return
+        seen: list[tuple[Any, int]] = []
+        for index, key in enumerate(keys):
+            found = next((i for i, (k, _) in enumerate(seen) if json_equal(k, key)), None)
+            if found is None:
+                seen.append((key, 1))
+                continue
+            previous, times = seen[found]
+            seen[found] = (previous, times + 1)
+            if times == 1:
+                self.errors.append(e.duplicate(index_path(path, index), key))
 
     def _check_object(self, value: Obj, schema: Obj, path: str, old: Any, has_old: bool) -> None:
         max_props = schema.get("maxProperties")

@@ -1,0 +1,142 @@
+"""Discovery, CRD registration through the API, and kubectl against the fake."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from tests.apiserver.helpers import message_of
+from tests.apiserver.widgets import GROUP, WIDGET_CRD
+from tests.fakeapi.server import FakeApiServer
+
+
+def get(kube_client: Any, path: str) -> dict[str, Any]:
+    response = kube_client.call_api(*kube_client.param_serialize("GET", path))
+    response.read()
+    data: dict[str, Any] = json.loads(response.data)
+    return data
+
+
+def test_core_discovery(kube_client: Any, fake_apiserver: FakeApiServer) -> None:
+    versions = get(kube_client, "/api")
+    assert versions["kind"] == "APIVersions"
+    assert versions["versions"] == ["v1"]
+    resources = get(kube_client, "/api/v1")
+    names = {r["name"] for r in resources["resources"]}
+    assert {"configmaps", "secrets", "pods", "pods/status", "namespaces", "namespaces/status", "events"} <= names
+    configmaps = next(r for r in resources["resources"] if r["name"] == "configmaps")
+    assert configmaps == {
+        "name": "configmaps",
+        "singularName": "configmap",
+        "namespaced": True,
+        "kind": "ConfigMap",
+        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        "shortNames": ["cm"],
+    }
+
+
+def test_custom_resources_appear_in_discovery_once_the_crd_exists(
+    kube_client: Any, fake_apiserver: FakeApiServer
+) -> None:
+    groups = {g["name"] for g in get(kube_client, "/apis")["groups"]}
+    assert GROUP not in groups
+    assert {"coordination.k8s.io", "events.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io"} <= groups
+    fake_apiserver.register_crd(WIDGET_CRD)
+    group = next(g for g in get(kube_client, "/apis")["groups"] if g["name"] == GROUP)
+    assert group["preferredVersion"] == {"groupVersion": f"{GROUP}/v1", "version": "v1"}
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    listed = get(kube_client, f"/apis/{GROUP}/v1")
+    assert [(r["name"], r["kind"]) for r in listed["resources"]] == [
+        ("widgets", "Widget"),
+        ("widgets/status", "Widget"),
+    ]
+    assert listed["resources"][0]["shortNames"] == ["wd"]
+
+
+def test_crds_are_created_listed_and_established_through_the_api(kube_client: Any) -> None:
+    extensions: Any = client.ApiextensionsV1Api(kube_client)
+    created = extensions.create_custom_resource_definition(WIDGET_CRD)
+    conditions = {c.type: c.status for c in created.status.conditions}
+    assert conditions == {"NamesAccepted": "True", "Established": "True"}
+    assert created.status.accepted_names.kind == "Widget"
+    assert created.status.stored_versions == ["v1"]
+    assert [c.metadata.name for c in extensions.list_custom_resource_definition().items] == [
+        WIDGET_CRD["metadata"]["name"]
+    ]
+    custom: Any = client.CustomObjectsApi(kube_client)
+    assert custom.list_cluster_custom_object(GROUP, "v1", "widgets")["items"] == []
+
+
+def test_an_invalid_crd_is_refused(kube_client: Any) -> None:
+    extensions: Any = client.ApiextensionsV1Api(kube_client)
+    bad = json.loads(json.dumps(WIDGET_CRD))
+    bad["metadata"]["name"] = "wrong.example.fakeapi.io"
+    with pytest.raises(ApiException) as caught:
+        extensions.create_custom_resource_definition(bad)
+    assert caught.value.status == 422
+    assert message_of(caught.value) == (
+        'CustomResourceDefinition.apiextensions.k8s.io "wrong.example.fakeapi.io" is invalid: metadata.name: '
+        'Invalid value: "wrong.example.fakeapi.io": must be spec.names.plural+"."+spec.group'
+    )
+
+
+def test_unknown_paths_are_404(kube_client: Any) -> None:
+    response = kube_client.call_api(*kube_client.param_serialize("GET", "/apis/nothing.example.com/v1/things"))
+    response.read()
+    assert response.status == 404
+    assert json.loads(response.data)["message"] == "the server could not find the requested resource"
+
+
+def test_version_endpoint(kube_client: Any) -> None:
+    assert get(kube_client, "/version")["major"] == "1"
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+def test_kubectl_get_and_apply(kubeconfig_file: Path, fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    assert KUBECTL is not None
+    fake_apiserver.register_crd(WIDGET_CRD)
+    manifest = tmp_path / "widget.yaml"
+    manifest.write_text(
+        "apiVersion: example.fakeapi.io/v1\nkind: Widget\nmetadata:\n  name: from-kubectl\nspec:\n  size: large\n"
+    )
+    base = [KUBECTL, "--kubeconfig", str(kubeconfig_file), "--request-timeout=10s"]
+    applied = subprocess.run(
+        [*base, "apply", "--validate=false", "-f", str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.strip() == "widget.example.fakeapi.io/from-kubectl created"
+    listed = subprocess.run(
+        [*base, "get", "widgets", "-o", "json"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert [i["metadata"]["name"] for i in json.loads(listed.stdout)["items"]] == ["from-kubectl"]
+    again = subprocess.run(
+        [*base, "apply", "--validate=false", "-f", str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert again.stdout.strip() == "widget.example.fakeapi.io/from-kubectl unchanged"
+    server_side = subprocess.run(
+        [*base, "apply", "--server-side", "--validate=false", "-f", str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert server_side.returncode == 0, server_side.stderr
