@@ -1,0 +1,706 @@
+"""The Inferno controller: `Optimizer.spec.optimize: true` runs one optimisation of the Optimizer's namespace
+(DECISIONS.md §8; inferno-facts.md §2).
+
+A second `Controller` in the reconciler process, on the generic informer/queue/controller machinery. The key
+is the Optimizer's namespace/name; a change to any Accelerator, Model, ServiceClass, Server or Capacity
+wakes the namespace's Optimizers that asked for a run (in stateful remote mode all of them, because every
+change is mirrored into the optimizer). Like the reference, only spec changes count (a new generation).
+
+One run, reading everything from the informer caches:
+1. gather and validate the namespace's objects (`shared.inferno_validation`); the flags are the triggering
+   Optimizer's own (the reference used whichever Optimizer was listed first);
+2. optimise: embedded (default, `reconciler.inferno.engine` in a worker thread), or a remote optimizer when
+   `INFERNO_HOST`/`INFERNO_PORT` are set (`reconciler.inferno.remote`, stateless or stateful);
+3. write `spec.desiredAlloc` on every Server whose allocation changed (matched by `spec.name`; a Server the
+   optimizer could not place gets an empty allocation, `accelerator: ""`, and is listed in the status);
+4. write the Optimizer's status: `done`, the `Optimized` condition, `lastRunTime`, `lastRunDurationSeconds`,
+   `totalCost`, `unallocatedServers`;
+5. last, reset `spec.optimize` to false.
+The order makes a crash converge: until step 5 the request is still pending, so a restarted (or new leader)
+controller runs again; with unchanged inputs the re-run writes no Server. Steps 4 and 5 carry the
+resourceVersion the run started from, so an Optimizer edited during the run is run again with its new flags
+instead of being marked done with the old ones.
+
+Failures are reported in the status (`done: false`, `Optimized=False` with a reason and the message) and as
+a Warning event, and leave `optimize` true. Invalid objects, an optimizer that refuses the system, a missing
+MILP solver: retrying the same input cannot help, so they are not retried until an object changes. An
+unreachable or failing optimizer, or a failed write: retried with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, TypeVar
+
+from pydantic import ValidationError
+
+from reconciler.client import JSON_PATCH, ApiError, KubeClient
+from reconciler.controller import Controller, KeyMapper, ObjectKey, ReconcileError, Result, TerminalError
+from reconciler.events import EventRecorder
+from reconciler.inferno.controller_metrics import InfernoMetrics
+from reconciler.inferno.engine import InvalidSystemError, optimize
+from reconciler.inferno.milp import MilpError, MilpUnavailableError
+from reconciler.inferno.remote import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_TIMEOUT,
+    RemoteOptimizer,
+    RemoteOptimizerError,
+    RemoteSettings,
+)
+from reconciler.inferno.system import Allocation, System, allocation_to_resource, system_from_resources
+from reconciler.informer import EventType, Informer
+from reconciler.kinds import Kind
+from reconciler.manager import Manager
+from reconciler.ratelimit import default_controller_rate_limiter
+from reconciler.status import ConditionStatus, WantedCondition, merge_conditions, rfc3339_now, status_differs
+from shared.api import inferno as api
+from shared.inferno_validation import (
+    InfernoIssue,
+    InfernoObjectError,
+    issues_from_validation_error,
+    parse_inferno_object,
+    validate_inferno_objects,
+)
+
+logger = logging.getLogger(__name__)
+
+ACCELERATOR: Final = Kind(api.GROUP, api.VERSION, api.KIND_ACCELERATOR, api.PLURAL_ACCELERATORS)
+MODEL: Final = Kind(api.GROUP, api.VERSION, api.KIND_MODEL, api.PLURAL_MODELS)
+SERVICE_CLASS: Final = Kind(api.GROUP, api.VERSION, api.KIND_SERVICE_CLASS, api.PLURAL_SERVICE_CLASSES)
+SERVER: Final = Kind(api.GROUP, api.VERSION, api.KIND_SERVER, api.PLURAL_SERVERS)
+CAPACITY: Final = Kind(api.GROUP, api.VERSION, api.KIND_CAPACITY, api.PLURAL_CAPACITIES)
+OPTIMIZER: Final = Kind(api.GROUP, api.VERSION, api.KIND_OPTIMIZER, api.PLURAL_OPTIMIZERS)
+# The kinds an optimisation reads, in the order they are mirrored into a stateful optimizer.
+INPUT_KINDS: Final = (ACCELERATOR, MODEL, SERVICE_CLASS, SERVER, CAPACITY)
+INFERNO_KINDS: Final = (*INPUT_KINDS, OPTIMIZER)
+
+CONTROLLER_NAME: Final = "inferno"
+FIELD_MANAGER: Final = "modelbooster-inferno"
+
+CONDITION_OPTIMIZED: Final = "Optimized"
+REASON_SUCCEEDED: Final = "OptimizationSucceeded"
+REASON_INVALID: Final = "InvalidInput"
+REASON_UNAVAILABLE: Final = "OptimizerUnavailable"
+REASON_FAILED: Final = "OptimizationFailed"
+REASON_SOLVER_UNAVAILABLE: Final = "SolverUnavailable"
+REASON_WRITE_FAILED: Final = "WriteFailed"
+EVENT_OPTIMIZED: Final = "Optimized"
+EVENT_MIRROR_FAILED: Final = "MirrorFailed"
+
+ENV_HOST: Final = "INFERNO_HOST"
+ENV_PORT: Final = "INFERNO_PORT"
+ENV_STATELESS: Final = "INFERNO_STATELESS"
+ENV_PREFIX: Final = "MODELBOOSTER_RECONCILER_"
+# strconv.ParseBool, which the reference used; anything else is an error here (the reference silently
+# turned e.g. "yes" into false, i.e. stateful).
+_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+_T = TypeVar("_T")
+
+
+# --- settings --------------------------------------------------------------------------------------------
+
+
+class InfernoSettingsError(ValueError):
+    """A setting of the Inferno controller that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class InfernoSettings:
+    enabled: bool = True
+    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    remote: RemoteSettings | None = None  # None: the optimizer runs embedded
+    workers: int = 2
+    # A run is on demand and a remote optimizer that is down stays down for a while: start retrying at
+    # half a second rather than the ModelBooster controller's 5 ms, and never wait more than 5 minutes.
+    backoff_base: float = 0.5
+    backoff_max: float = 300.0
+    field_manager: str = FIELD_MANAGER
+    write_concurrency: int = 16
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise InfernoSettingsError(f"inferno workers must be at least 1, got {self.workers}")
+        if self.write_concurrency < 1:
+            raise InfernoSettingsError(f"inferno write concurrency must be at least 1, got {self.write_concurrency}")
+        if not 0 < self.backoff_base <= self.backoff_max:
+            raise InfernoSettingsError(
+                f"inferno backoff needs 0 < base <= max, got {self.backoff_base} and {self.backoff_max}"
+            )
+        if any(not namespace for namespace in self.namespaces):
+            raise InfernoSettingsError("--inferno-namespaces must not contain empty names")
+
+    @property
+    def mode(self) -> str:
+        if self.remote is None:
+            return "embedded"
+        return f"remote {self.remote.mode} at {self.remote.base_url}"
+
+
+def parse_go_bool(text: str, *, name: str) -> bool:
+    if text in _GO_TRUE:
+        return True
+    if text in _GO_FALSE:
+        return False
+    raise InfernoSettingsError(f"{name}={text!r}: must be true or false (1, t, true, 0, f, false)")
+
+
+def remote_settings_from_env(environ: Mapping[str, str], *, timeout: float = DEFAULT_TIMEOUT) -> RemoteSettings | None:
+    """INFERNO_HOST / INFERNO_PORT select a remote optimizer (defaults localhost and 8080 for the one not
+    given); INFERNO_STATELESS, unset or empty meaning true, selects its mode. Neither set: embedded."""
+    host = environ.get(ENV_HOST, "").strip()
+    port_text = environ.get(ENV_PORT, "").strip()
+    stateless_text = environ.get(ENV_STATELESS, "").strip()
+    stateless = parse_go_bool(stateless_text, name=ENV_STATELESS) if stateless_text else True
+    if not host and not port_text:
+        return None
+    port = DEFAULT_PORT
+    if port_text:
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise InfernoSettingsError(f"{ENV_PORT}={port_text!r}: not a port number") from None
+    try:
+        return RemoteSettings(host=host or DEFAULT_HOST, port=port, stateless=stateless, timeout=timeout)
+    except ValueError as error:
+        raise InfernoSettingsError(f"{ENV_HOST}/{ENV_PORT}: {error}") from None
+
+
+def _env_name(flag: str) -> str:
+    return ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
+
+
+def _namespace_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
+    return value
+
+
+def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
+    """`--inferno/--no-inferno`, `--inferno-namespaces`, `--inferno-timeout`, each also settable through
+    `MODELBOOSTER_RECONCILER_<FLAG>` like the reconciler's other flags. The remote optimizer is chosen by
+    the reference's own variables, INFERNO_HOST, INFERNO_PORT and INFERNO_STATELESS."""
+    env = os.environ if environ is None else environ
+    enabled = True
+    variable = _env_name("--inferno")
+    if env.get(variable, "").strip():
+        try:
+            enabled = parse_go_bool(env[variable].strip(), name=variable)
+        except InfernoSettingsError as error:
+            parser.error(str(error))
+    parser.add_argument(
+        "--inferno",
+        dest="inferno",
+        action=argparse.BooleanOptionalAction,
+        default=enabled,
+        help=f"run the Inferno controller (Optimizer.spec.optimize -> Server desiredAlloc) [env {variable}]",
+    )
+    variable = _env_name("--inferno-namespaces")
+    parser.add_argument(
+        "--inferno-namespaces",
+        dest="inferno_namespaces",
+        type=_namespace_list,
+        default=_namespace_list(env[variable]) if env.get(variable, "").strip() else None,
+        help=f"comma-separated namespaces of Inferno objects (default: those of --namespaces) [env {variable}]",
+    )
+    variable = _env_name("--inferno-timeout")
+    timeout = DEFAULT_TIMEOUT
+    if env.get(variable, "").strip():
+        try:
+            timeout = _positive_seconds(env[variable])
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"environment variable {variable}: {error}")
+    parser.add_argument(
+        "--inferno-timeout",
+        dest="inferno_timeout",
+        type=_positive_seconds,
+        default=timeout,
+        help=f"seconds one request to a remote optimizer may take [env {variable}]",
+    )
+
+
+def inferno_settings_from_args(
+    args: argparse.Namespace, *, environ: Mapping[str, str] | None = None
+) -> InfernoSettings:
+    """The settings from parsed arguments (`add_inferno_arguments`) and the INFERNO_* variables."""
+    env = os.environ if environ is None else environ
+    namespaces = args.inferno_namespaces
+    if namespaces is None:
+        namespaces = tuple(getattr(args, "namespaces", ()) or ())
+    remote = remote_settings_from_env(env, timeout=args.inferno_timeout) if args.inferno else None
+    return InfernoSettings(enabled=bool(args.inferno), namespaces=tuple(namespaces), remote=remote)
+
+
+# --- running the optimizer -------------------------------------------------------------------------------
+
+
+class RunFailure(Exception):
+    """A run that did not produce a result; `reason` is the condition reason, `retryable` whether the same
+    input may succeed later."""
+
+    def __init__(self, reason: str, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class Answer:
+    allocations: dict[str, Allocation]  # server name -> allocation; a server absent here is unallocated
+    how: str  # for messages: "embedded greedy", "remote stateless", ...
+
+
+class Backend(Protocol):
+    @property
+    def mirrors(self) -> bool:
+        """Whether every input change must be pushed to the optimizer (stateful remote mode)."""
+
+    async def run(self, system: System) -> Answer: ...
+
+    async def mirror(self, system: System) -> None: ...
+
+
+class EmbeddedBackend:
+    mirrors = False
+
+    async def run(self, system: System) -> Answer:
+        try:
+            # CPU-bound (≈0.5 ms per server and accelerator): off the event loop, so watches, probes and the
+            # Lease keep going during a large run.
+            solution = await asyncio.to_thread(optimize, system)
+        except InvalidSystemError as error:
+            raise RunFailure(REASON_INVALID, f"invalid system: {error}", retryable=False) from None
+        except MilpUnavailableError as error:
+            raise RunFailure(REASON_SOLVER_UNAVAILABLE, str(error), retryable=False) from None
+        except MilpError as error:
+            raise RunFailure(REASON_FAILED, f"optimization error: {error}", retryable=False) from None
+        return Answer(allocations=solution.desired(), how=f"embedded {solution.solver}")
+
+    async def mirror(self, system: System) -> None:
+        return None
+
+
+class RemoteBackend:
+    def __init__(self, remote: RemoteOptimizer) -> None:
+        self.remote = remote
+
+    @property
+    def mirrors(self) -> bool:
+        return not self.remote.settings.stateless
+
+    async def run(self, system: System) -> Answer:
+        how = f"remote {self.remote.settings.mode}"
+        try:
+            if self.remote.settings.stateless:
+                allocations = await self.remote.optimize_one(system)
+            else:
+                _, allocations = await self.remote.mirror_and_optimize(system)
+        except RemoteOptimizerError as error:
+            reason = REASON_UNAVAILABLE if error.retryable else REASON_FAILED
+            raise RunFailure(reason, error.message, retryable=error.retryable) from None
+        return Answer(allocations=allocations, how=how)
+
+    async def mirror(self, system: System) -> None:
+        try:
+            await self.remote.mirror(system)
+        except RemoteOptimizerError as error:
+            raise RunFailure(REASON_UNAVAILABLE, error.message, retryable=error.retryable) from None
+
+
+# --- event mapping ---------------------------------------------------------------------------------------
+
+
+def optimize_requested(optimizer: Mapping[str, Any]) -> bool:
+    return (optimizer.get("spec") or {}).get("optimize") is True
+
+
+def _generation(obj: Mapping[str, Any] | None) -> Any:
+    return ((obj or {}).get("metadata") or {}).get("generation")
+
+
+def spec_changed(event: EventType, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
+    """The reference's event filter: creations and deletions pass, updates only with a new generation (so
+    status writes, ours included, wake nobody)."""
+    if event != "MODIFIED":
+        return True
+    old_generation, new_generation = _generation(old), _generation(new)
+    if old_generation is None or new_generation is None:
+        return (old or {}).get("spec") != (new or {}).get("spec")
+    return bool(old_generation != new_generation)
+
+
+def map_optimizer(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
+    if new is None or not spec_changed(event, old, new):
+        return []
+    return [ObjectKey.of(new)]
+
+
+def map_inputs_to_optimizers(optimizers: Informer, *, every_optimizer: bool) -> KeyMapper:
+    """An input change wakes its namespace's Optimizers: those waiting for a run, or all of them when each
+    change has to be mirrored."""
+
+    def mapper(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
+        obj = new if new is not None else old
+        if obj is None or not spec_changed(event, old, new):
+            return []
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        return [
+            ObjectKey.of(optimizer)
+            for optimizer in optimizers.objects(namespace)
+            if every_optimizer or optimize_requested(optimizer)
+        ]
+
+    return mapper
+
+
+def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """Informer transform: managedFields are never read, and are most of a small object's size."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = {**obj, "metadata": {key: value for key, value in meta.items() if key != "managedFields"}}
+    return obj
+
+
+# --- the reconcile ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Inputs:
+    system: System
+    servers: dict[str, dict[str, Any]]  # spec.name -> the Server object as cached
+    objects: list[tuple[Kind, dict[str, Any]]] = field(default_factory=list)  # every input object, for status
+
+
+class OptimizerReconciler:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        informers: Mapping[Kind, Informer],
+        recorder: EventRecorder,
+        backend: Backend,
+        metrics: InfernoMetrics,
+        field_manager: str = FIELD_MANAGER,
+        write_concurrency: int = 16,
+        now: Callable[[], str] = rfc3339_now,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.informers = informers
+        self.recorder = recorder
+        self.backend = backend
+        self.metrics = metrics
+        self.field_manager = field_manager
+        self._write_concurrency = write_concurrency
+        self._now = now
+        self._clock = clock
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        optimizer = self.informers[OPTIMIZER].get(key.namespace, key.name)
+        if optimizer is None or (optimizer.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()
+        if not optimize_requested(optimizer):
+            if self.backend.mirrors:
+                await self._mirror(key, optimizer)
+            return Result()
+        await self._run(key, optimizer)
+        return Result()
+
+    # ------------------------------------------------------------------ one run
+    async def _run(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
+        started_at = self._now()
+        started = self._clock()
+        try:
+            inputs = self._gather(key.namespace, optimizer)
+            answer = await self.backend.run(inputs.system)
+            if self.backend.mirrors:
+                await self._mark_active(inputs.objects)
+            await self._write_desired(inputs, answer)
+        except RunFailure as failure:
+            await self._report_failure(optimizer, failure)
+            self.metrics.optimizations.labels("invalid" if failure.reason == REASON_INVALID else "error").inc()
+            if failure.retryable:
+                raise ReconcileError(f"{key}: {failure.message}") from None
+            raise TerminalError(f"{key}: {failure.message}") from None
+        duration = self._clock() - started
+        allocated = {name: answer.allocations[name] for name in inputs.servers if name in answer.allocations}
+        unallocated = sorted(name for name in inputs.servers if name not in allocated)
+        total_cost = sum(allocation.cost for allocation in allocated.values())
+        message = (
+            f"{len(allocated)} servers allocated, {len(unallocated)} unallocated, "
+            f"total cost {total_cost:g} cents/h ({answer.how})"
+        )
+        if unallocated:
+            message += f"; unallocated: {', '.join(unallocated)}"
+        status = {
+            "done": True,
+            "conditions": self._conditions(optimizer, "True", REASON_SUCCEEDED, message),
+            "lastRunTime": started_at,
+            "lastRunDurationSeconds": round(duration, 6),
+            "totalCost": total_cost,
+            "unallocatedServers": unallocated,
+        }
+        stored = await self._write_status(optimizer, status, precondition=True)
+        # Last: once optimize is false nothing re-runs, so everything above must already be in place.
+        stored = await self.client.patch(
+            OPTIMIZER,
+            key.namespace,
+            key.name,
+            {"metadata": {"resourceVersion": _resource_version(stored)}, "spec": {"optimize": False}},
+            field_manager=self.field_manager,
+        )
+        self.informers[OPTIMIZER].write_through(stored)
+        self.metrics.optimizations.labels("success").inc()
+        self.metrics.duration.observe(duration)
+        logger.info("inferno %s: %s in %.3fs", key, message, duration)
+        await self.recorder.emit(optimizer, type="Normal", reason=EVENT_OPTIMIZED, message=message)
+
+    async def _mirror(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
+        """Stateful mode with no run pending: keep the optimizer's system equal to the namespace's."""
+        try:
+            inputs = self._gather(key.namespace, optimizer)
+        except RunFailure as failure:
+            # An invalid system is not pushed; the run that asks for it reports why.
+            logger.info("inferno %s: not mirroring: %s", key, failure.message)
+            return
+        try:
+            await self.backend.mirror(inputs.system)
+        except RunFailure as failure:
+            await self.recorder.emit(optimizer, type="Warning", reason=EVENT_MIRROR_FAILED, message=failure.message)
+            if failure.retryable:
+                raise ReconcileError(f"{key}: mirroring failed: {failure.message}") from None
+            raise TerminalError(f"{key}: mirroring failed: {failure.message}") from None
+        await self._mark_active(inputs.objects)
+
+    # ------------------------------------------------------------------ inputs
+    def _gather(self, namespace: str, optimizer: dict[str, Any]) -> _Inputs:
+        issues: list[InfernoIssue] = []
+        parsed: dict[Kind, list[Any]] = {kind: [] for kind in INPUT_KINDS}
+        objects: list[tuple[Kind, dict[str, Any]]] = []
+        raw_servers: dict[str, dict[str, Any]] = {}
+        for kind in INPUT_KINDS:
+            for obj in sorted(self.informers[kind].objects(namespace), key=_name):
+                try:
+                    typed = parse_inferno_object(_without_status(obj))
+                except InfernoObjectError as error:
+                    issues.extend(error.issues)
+                    continue
+                parsed[kind].append(typed)
+                objects.append((kind, obj))
+                if isinstance(typed, api.Server):
+                    raw_servers.setdefault(typed.spec.name, obj)
+        flags: api.OptimizerSpec | None = None
+        try:
+            flags = api.Optimizer.model_validate(_without_status(optimizer)).spec.data.optimizer
+        except ValidationError as error:
+            issues.extend(issues_from_validation_error(kind=api.KIND_OPTIMIZER, name=_name(optimizer), error=error))
+        if issues:
+            raise RunFailure(REASON_INVALID, "; ".join(str(issue) for issue in issues), retryable=False)
+        report = validate_inferno_objects(
+            accelerators=parsed[ACCELERATOR],
+            models=parsed[MODEL],
+            service_classes=parsed[SERVICE_CLASS],
+            servers=parsed[SERVER],
+            capacities=parsed[CAPACITY],
+        )
+        for warning in report.warnings:
+            logger.info("inferno %s: %s", namespace, warning)
+        if not report.ok:
+            raise RunFailure(REASON_INVALID, report.summary(), retryable=False)
+        system = system_from_resources(
+            accelerators=parsed[ACCELERATOR],
+            models=parsed[MODEL],
+            service_classes=parsed[SERVICE_CLASS],
+            servers=parsed[SERVER],
+            capacities=parsed[CAPACITY],
+            flags=flags,
+        )
+        return _Inputs(system=system, servers=raw_servers, objects=objects)
+
+    # ------------------------------------------------------------------ writes
+    async def _write_desired(self, inputs: _Inputs, answer: Answer) -> None:
+        """desiredAlloc on every Server whose answer differs from what it holds; nothing else."""
+        pending: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        for name, server in inputs.servers.items():
+            allocation = answer.allocations.get(name)
+            if allocation is None:  # unplaced: say so explicitly rather than leave an earlier run's answer
+                allocation = Allocation(load=inputs.system.servers[name].load)
+            wanted = api.dump_wire(allocation_to_resource(allocation))
+            if (server.get("spec") or {}).get("desiredAlloc") != wanted:
+                pending.append((name, server, wanted))
+        results = await _bounded(
+            [self._write_one_desired(server, wanted) for _, server, wanted in pending], limit=self._write_concurrency
+        )
+        failures = []
+        for (name, _, _), result in zip(pending, results, strict=True):
+            if isinstance(result, ApiError):
+                failures.append(f"writing desiredAlloc of Server {name} failed: {result}")
+            elif isinstance(result, BaseException):
+                raise result
+        if failures:
+            raise RunFailure(REASON_WRITE_FAILED, "; ".join(failures), retryable=True)
+
+    async def _write_one_desired(self, server: dict[str, Any], wanted: dict[str, Any]) -> None:
+        meta = server.get("metadata") or {}
+        stored = await self.client.patch(
+            SERVER,
+            str(meta.get("namespace") or ""),
+            str(meta.get("name")),
+            [{"op": "add", "path": "/spec/desiredAlloc", "value": wanted}],
+            patch_type=JSON_PATCH,
+            field_manager=self.field_manager,
+        )
+        self.informers[SERVER].write_through(stored)
+        self.metrics.desired_writes.inc()
+
+    async def _mark_active(self, objects: Sequence[tuple[Kind, dict[str, Any]]]) -> None:
+        """Stateful mode: `status.active: true` on each object the optimizer now holds, as the reference."""
+        pending = [(kind, obj) for kind, obj in objects if (obj.get("status") or {}).get("active") is not True]
+
+        async def mark(kind: Kind, obj: dict[str, Any]) -> None:
+            meta = obj.get("metadata") or {}
+            stored = await self.client.patch(
+                kind,
+                str(meta.get("namespace") or ""),
+                str(meta.get("name")),
+                {"status": {"active": True}},
+                subresource="status",
+                field_manager=self.field_manager,
+            )
+            self.informers[kind].write_through(stored)
+
+        results = await _bounded([mark(kind, obj) for kind, obj in pending], limit=self._write_concurrency)
+        failures = [
+            f"{kind.kind} {_name(obj)}: {result}"
+            for (kind, obj), result in zip(pending, results, strict=True)
+            if isinstance(result, ApiError)
+        ]
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, ApiError):
+                raise result
+        if failures:
+            raise RunFailure(
+                REASON_WRITE_FAILED, f"setting status.active failed: {'; '.join(failures)}", retryable=True
+            )
+
+    def _conditions(
+        self, optimizer: dict[str, Any], status: ConditionStatus, reason: str, message: str
+    ) -> list[dict[str, Any]]:
+        generation = _generation(optimizer)
+        return merge_conditions(
+            (optimizer.get("status") or {}).get("conditions"),
+            [WantedCondition(CONDITION_OPTIMIZED, status, reason, message)],
+            generation=generation if isinstance(generation, int) else None,
+            now=self._now(),
+        )
+
+    async def _report_failure(self, optimizer: dict[str, Any], failure: RunFailure) -> None:
+        message = failure.message + (" (retrying)" if failure.retryable else "")
+        status = {"done": False, "conditions": self._conditions(optimizer, "False", failure.reason, message)}
+        await self._write_status(optimizer, status, precondition=False)
+        await self.recorder.emit(optimizer, type="Warning", reason=failure.reason, message=failure.message)
+
+    async def _write_status(
+        self, optimizer: dict[str, Any], status: dict[str, Any], *, precondition: bool
+    ) -> dict[str, Any]:
+        """Patch the status if it differs; with `precondition`, only if the Optimizer is unchanged since it
+        was read (409 Conflict otherwise, and the run is retried with what changed)."""
+        if not status_differs(optimizer.get("status"), status):
+            return optimizer
+        meta = optimizer.get("metadata") or {}
+        patch: dict[str, Any] = {"status": status}
+        if precondition:
+            patch["metadata"] = {"resourceVersion": _resource_version(optimizer)}
+        stored = await self.client.patch(
+            OPTIMIZER,
+            str(meta.get("namespace") or ""),
+            str(meta.get("name")),
+            patch,
+            subresource="status",
+            field_manager=self.field_manager,
+        )
+        self.informers[OPTIMIZER].write_through(stored)
+        return stored
+
+
+async def _bounded(calls: Sequence[Awaitable[_T]], *, limit: int) -> list[_T | BaseException]:
+    """Run `calls` with at most `limit` at a time; results (or exceptions) in order."""
+    semaphore = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[_T]) -> _T:
+        async with semaphore:
+            return await call
+
+    return list(await asyncio.gather(*(one(call) for call in calls), return_exceptions=True))
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _resource_version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Inputs are specs: a status (ours, or anyone's) never makes an object invalid."""
+    return {key: value for key, value in obj.items() if key != "status"}
+
+
+# --- wiring ----------------------------------------------------------------------------------------------
+
+
+def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSettings) -> None:
+    """Add the Inferno controller and its six informers to `manager` (nothing when disabled)."""
+    if not settings.enabled:
+        logger.info("inferno controller disabled")
+        return
+    metrics = InfernoMetrics(manager.metrics.registry)
+    informers = {
+        kind: manager.informer(kind, namespaces=settings.namespaces, transform=without_managed_fields)
+        for kind in INFERNO_KINDS
+    }
+    backend: Backend
+    if settings.remote is None:
+        backend = EmbeddedBackend()
+    else:
+        backend = RemoteBackend(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
+    reconciler = OptimizerReconciler(
+        client=client,
+        informers=informers,
+        recorder=EventRecorder(client, instance=manager.options.identity),
+        backend=backend,
+        metrics=metrics,
+        field_manager=settings.field_manager,
+        write_concurrency=settings.write_concurrency,
+    )
+    controller = Controller(
+        name=CONTROLLER_NAME,
+        reconcile=reconciler.reconcile,
+        workers=settings.workers,
+        rate_limiter=default_controller_rate_limiter(base_delay=settings.backoff_base, max_delay=settings.backoff_max),
+        metrics=manager.metrics,
+    )
+    controller.watch(informers[OPTIMIZER], map_optimizer, primary=True)
+    mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=backend.mirrors)
+    for kind in INPUT_KINDS:
+        controller.watch(informers[kind], mapper)
+    manager.add_controller(controller)
+    logger.info("inferno controller registered (%s)", settings.mode)
