@@ -158,7 +158,8 @@ class LeaderElector:
         new_spec = dict(spec)
         if holder != self.identity:
             new_spec["acquireTime"] = micro_time(now)
-            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+            # Like client-go: every change of holder counts, including taking over a released Lease.
+            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         new_spec.update(
             holderIdentity=self.identity,
             leaseDurationSeconds=int(self.timings.lease_duration),

@@ -44,6 +44,7 @@ class ManagerOptions:
     resync_period: float = 600.0
     shutdown_timeout: float = 25.0
     watch_timeout: int = 300
+    watch_read_timeout: float | None = None
     leader_task_backoff: float = 1.0
 
 
@@ -56,6 +57,7 @@ class Manager:
         self._controllers: list[Controller] = []
         self._leader_tasks: list[tuple[str, LeaderTaskFactory]] = []
         self._informer_tasks: list[asyncio.Task[None]] = []
+        self._campaign: asyncio.Task[None] | None = None
         self._stopping = False
         self.elector: LeaderElector | None = None
         if options.leader_elect:
@@ -93,6 +95,7 @@ class Manager:
                 transform=transform,
                 indexers=indexers,
                 watch_timeout=self.options.watch_timeout,
+                read_timeout=self.options.watch_read_timeout,
                 metrics=self.metrics,
             )
             self._informers[key] = informer
@@ -141,6 +144,7 @@ class Manager:
             campaign = asyncio.create_task(self.elector.run(self._lead), name="leader-election")
         else:
             campaign = asyncio.create_task(self._lead_without_election(), name="leading")
+        self._campaign = campaign
         try:
             await stop.wait()
         finally:

@@ -48,6 +48,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
             resync_period=settings.resync_period,
             shutdown_timeout=settings.shutdown_timeout,
             watch_timeout=settings.watch_timeout,
+            watch_read_timeout=settings.watch_read_timeout,
         ),
         metrics=metrics,
     )

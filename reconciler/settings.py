@@ -59,6 +59,7 @@ class ReconcilerSettings:
     field_manager: str = "modelbooster"
     resync_period: float = 600.0
     watch_timeout: int = 300
+    watch_read_timeout: float | None = None  # None: watch_timeout + 30 s
     backoff_base: float = 0.005
     backoff_max: float = 1000.0
     retry_qps: float = 10.0

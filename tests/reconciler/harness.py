@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from reconciler.client import KubeClient
+from reconciler.client import ApiError, KubeClient
 from reconciler.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
@@ -134,18 +134,24 @@ class RunningReconciler:
         """Die without any graceful step (no draining, no Lease release): a crashed pod."""
         if self._task is None:
             return
-        self._task.cancel()
-        for task in self.process.manager._informer_tasks:
+        manager = self.process.manager
+        if manager.elector is not None:
+            manager.elector._lease = None  # a dead process releases nothing
+        # Cut the work mid-flight (in-flight requests are abandoned), then everything else.
+        internals = [task for task in (manager._campaign, *manager._informer_tasks) if task is not None]
+        for task in internals:
             task.cancel()
-        await asyncio.gather(self._task, *self.process.manager._informer_tasks, return_exceptions=True)
+        await asyncio.gather(*internals, return_exceptions=True)
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
         self._task = None
         await self.client.close()
 
     def writes(self) -> list[LoggedRequest]:
         return [e for e in self.fake.requests.writes() if e.user_agent == self.user_agent]
 
-    def metric(self, name: str, **labels: str) -> float:
-        value = self.metrics.registry.get_sample_value(name, labels)
+    def metric(self, metric_name: str, **labels: str) -> float:
+        value = self.metrics.registry.get_sample_value(metric_name, labels)
         return 0.0 if value is None else value
 
 
@@ -179,9 +185,16 @@ class Cluster:
         return self.fake.create(copy.deepcopy(obj))
 
     async def replace_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        live = self.get(MODEL_BOOSTER, name)
-        assert live is not None
-        return await self.client.replace(MODEL_BOOSTER, {**live, "spec": spec})
+        """PUT a new spec like kubectl edit would, retrying when the reconciler's status write got in between."""
+        for _ in range(10):
+            live = self.get(MODEL_BOOSTER, name)
+            assert live is not None
+            try:
+                return await self.client.replace(MODEL_BOOSTER, {**live, "spec": spec})
+            except ApiError as error:
+                if not error.conflict:
+                    raise
+        raise AssertionError(f"could not update ModelBooster {name}: conflicts")
 
     async def patch(self, kind: Kind, name: str, patch: Any, *, subresource: str | None = None,
                     manager: str = "test") -> dict[str, Any]:  # fmt: skip

@@ -1,0 +1,144 @@
+"""Leader election on a coordination.k8s.io/v1 Lease: one writer, fast hand-off, leader-only tasks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from reconciler.kinds import LEASE, MODEL_SERVING
+from tests.fakeapi.server import FakeApiServer
+from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
+
+Start = Callable[..., Awaitable[RunningReconciler]]
+
+
+def lease(cluster: Cluster) -> dict[str, Any]:
+    return cluster.get(LEASE, "modelbooster-reconciler", "default") or {}
+
+
+def holder(cluster: Cluster) -> str | None:
+    return (lease(cluster).get("spec") or {}).get("holderIdentity")
+
+
+def non_lease_writes(reconciler: RunningReconciler) -> list[Any]:
+    return [e for e in reconciler.writes() if e.resource != "leases"]
+
+
+async def test_only_the_lease_holder_writes(cluster: Cluster, start_reconciler: Start) -> None:
+    first = await start_reconciler("first", leader_elect=True)
+    await eventually(lambda: holder(cluster) == "first", message="first leads")
+    second = await start_reconciler("second", leader_elect=True)
+    cluster.create_booster(booster("m", backend("a")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await quiet(0.5)
+
+    assert non_lease_writes(first)
+    assert non_lease_writes(second) == []
+    assert second.manager.caches_synced()  # the standby keeps its caches warm...
+    assert second.process.reconciler.boosters.get("ns", "m") is not None
+    assert first.metric("leader_election_master_status", name="modelbooster-reconciler") == 1
+    assert second.metric("leader_election_master_status", name="modelbooster-reconciler") == 0
+    spec = lease(cluster)["spec"]
+    assert spec["leaseDurationSeconds"] == 1
+    assert spec["leaseTransitions"] == 0
+
+
+async def test_a_graceful_leader_releases_the_lease_and_the_standby_takes_over(
+    cluster: Cluster, start_reconciler: Start
+) -> None:
+    first = await start_reconciler("first", leader_elect=True)
+    await eventually(lambda: holder(cluster) == "first")
+    second = await start_reconciler("second", leader_elect=True)
+    cluster.create_booster(booster("m", backend("a")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+
+    await first.stop()
+    assert not holder(cluster)  # released, not left to expire
+    # Faster than the 1.5 s lease duration: the release lets the standby in at its next retry.
+    await eventually(lambda: holder(cluster) == "second", within=1.0, message="second leads")
+    await cluster.delete(MODEL_SERVING, "m-a")
+    await eventually(lambda: cluster.get(MODEL_SERVING, "m-a") is not None, message="the new leader repairs")
+    assert [e.resource for e in non_lease_writes(second)].count("modelservings") == 1
+    assert lease(cluster)["spec"]["leaseTransitions"] == 1
+
+
+async def test_a_crashed_leader_is_replaced_after_the_lease_expires(cluster: Cluster, start_reconciler: Start) -> None:
+    first = await start_reconciler("first", leader_elect=True)
+    await eventually(lambda: holder(cluster) == "first")
+    second = await start_reconciler("second", leader_elect=True)
+    await first.kill()
+    assert holder(cluster) == "first"  # nobody released it
+    await eventually(lambda: holder(cluster) == "second", within=4.0, message="takeover after expiry")
+    cluster.create_booster(booster("m", backend("a")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    assert non_lease_writes(second)
+
+
+async def test_a_leader_that_cannot_renew_stops_writing(
+    cluster: Cluster, fake: FakeApiServer, start_reconciler: Start
+) -> None:
+    first = await start_reconciler("first", leader_elect=True)
+    await eventually(lambda: first.manager.is_leader)
+    outage = fake.faults.fail_next(None, status=503, resource="leases")
+    await eventually(lambda: not first.manager.is_leader, within=3.0, message="steps down after the renew deadline")
+    assert first.metric("leader_election_master_status", name="modelbooster-reconciler") == 0
+    cluster.create_booster(booster("m", backend("a")))
+    await quiet(0.5)
+    assert non_lease_writes(first) == []
+    fake.faults.remove(outage)
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True", within=5.0, message="leads again")
+
+
+async def test_leader_tasks_run_only_while_leading(cluster: Cluster, fake: FakeApiServer) -> None:
+    from dataclasses import replace
+
+    from tests.reconciler.harness import FAST
+
+    runs: dict[str, int] = {"first": 0, "second": 0}
+    reconcilers = []
+    for name in ("first", "second"):
+        running = RunningReconciler(fake, replace(FAST, leader_elect=True), name)
+
+        async def duty(name: str = name) -> None:
+            runs[name] += 1
+            await asyncio.Event().wait()  # runs until leadership ends
+
+        running.manager.add_leader_task("duty", duty)
+        reconcilers.append(running)
+    try:
+        await reconcilers[0].start()
+        await eventually(lambda: runs["first"] == 1)
+        await reconcilers[1].start()
+        await quiet(0.5)
+        assert runs == {"first": 1, "second": 0}
+        await reconcilers[0].stop()
+        await eventually(lambda: runs["second"] == 1, within=2.0)
+    finally:
+        for running in reconcilers:
+            await running.stop()
+
+
+async def test_a_crashing_leader_task_is_restarted(cluster: Cluster, fake: FakeApiServer) -> None:
+    from dataclasses import replace
+
+    from tests.reconciler.harness import FAST
+
+    attempts = 0
+    running = RunningReconciler(fake, replace(FAST, leader_elect=True), "solo")
+    running.manager.options.leader_task_backoff = 0.05
+
+    async def flaky() -> None:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            raise RuntimeError("boom")
+        await asyncio.Event().wait()
+
+    running.manager.add_leader_task("flaky", flaky)
+    try:
+        await running.start()
+        await eventually(lambda: attempts == 3)
+        assert running.manager.is_leader  # a crashing duty does not cost leadership
+    finally:
+        await running.stop()
