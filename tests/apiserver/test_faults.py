@@ -92,3 +92,34 @@ def test_request_log_counts_verbs(custom: Any, widgets: FakeApiServer) -> None:
     assert patch.content_type == "application/merge-patch+json"
     assert patch.status == 200
     assert widgets.requests.count(verb="create", resource=PLURAL) == 1
+
+
+def test_aborting_watches_cuts_the_connection(fake_apiserver: FakeApiServer) -> None:
+    http = urllib3.PoolManager(retries=False)
+    response = http.request(
+        "GET",
+        f"{fake_apiserver.url}/api/v1/namespaces/default/configmaps?watch=true",
+        preload_content=False,
+    )
+    deadline = time.monotonic() + 5
+    while fake_apiserver.watch_count("configmaps") == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fake_apiserver.close_watches("configmaps", abort=True) == 1
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        response.read()
+    response.release_conn()
+
+
+def test_closing_watches_ends_the_stream_cleanly(fake_apiserver: FakeApiServer) -> None:
+    http = urllib3.PoolManager(retries=False)
+    response = http.request(
+        "GET",
+        f"{fake_apiserver.url}/api/v1/namespaces/default/configmaps?watch=true",
+        preload_content=False,
+    )
+    deadline = time.monotonic() + 5
+    while fake_apiserver.watch_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fake_apiserver.close_watches() == 1
+    assert response.read() == b""
+    response.release_conn()

@@ -1,9 +1,18 @@
 """A fake Kubernetes API server for tests: real HTTP, real `kubernetes` client, real watches.
 
-Test support only (not shipped). Start it with the pytest fixtures in `tests.fakeapi.fixtures`, with
-`FakeApiServer` (`async with FakeApiServer() as s` on your loop, or `with FakeApiServer() as s` on a
-thread), or as a process: `python -m tests.fakeapi --port 0 --kubeconfig FILE` (prints a JSON line with
-the URL when ready; serves until SIGINT/SIGTERM).
+Test support only (not shipped). Start it with the pytest fixtures in `tests.fakeapi.fixtures`
+(`fake_apiserver` runs it on a background thread so the blocking client works; `kube_config`,
+`kube_client`, `aio_kube_config`, `aio_kube_client`, `kubeconfig_file`), with `FakeApiServer`
+(`with FakeApiServer() as s` on a thread, `async with FakeApiServer() as s` on your loop), or as a process:
+`python -m tests.fakeapi --port 0 --kubeconfig FILE [--crd FILE] [--tls]` (prints one JSON line with the URL
+when ready; serves until SIGINT/SIGTERM).
+
+Modules: `app` (routing, query options, watch streams), `rest` (create/update/patch/apply/delete in
+kube-apiserver's order), `store` (objects, the resourceVersion counter), `watch` (history, watchers),
+`schema` + `cel` (custom resource pruning, defaulting, validation), `fieldpath` + `managed` (managed fields,
+server-side apply), `patch`, `selectors`, `meta` (ObjectMeta rules), `builtin` + `crds` (kinds),
+`admission` (webhooks), `controllers` (garbage collector, namespace and CRD finalizers), `faults`,
+`reqlog`, `discovery`, `errors` (Status bodies and field errors), `server` (running it), `tls`, `main`.
 
 What it emulates (pinned by tests/apiserver/):
 - Paths: `/api/v1/...`, `/apis/<group>/<version>/[namespaces/<ns>/]<plural>[/<name>[/status]]`, the
@@ -64,8 +73,11 @@ What it emulates (pinned by tests/apiserver/):
 What it does NOT emulate (do not rely on it against the fake):
 - Authentication and authorization (any or no token is accepted; RBAC is not checked); the userInfo
   sent to webhooks is `AdmissionSettings.user_info`.
-- Protobuf, CBOR and Table output (always JSON); `/openapi/v2|v3` (404), so kubectl needs
-  `--validate=false`; aggregated discovery (kubectl falls back to the legacy documents).
+- Protobuf, CBOR and Table output (always JSON); protobuf/CBOR request bodies get 415; `/openapi/v2|v3`
+  (404). kubectl works for get/apply/delete/label/api-resources with `--validate=false` (client-side and
+  `--server-side` apply); imperative `kubectl create configmap|namespace|...` sends protobuf and fails.
+  Aggregated discovery is not served (kubectl falls back to the legacy documents).
+- Subresources other than `status` (scale, log, exec, eviction, binding, finalize).
 - Built-in kinds beyond the list above, and most of their defaulting/validation (pods get a few defaults
   and a Pending status; no scheduler, kubelet, services, deployments...). Built-in kinds are pruned only at
   the top level and in metadata.

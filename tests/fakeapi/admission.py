@@ -303,10 +303,9 @@ class Admission:
                 context = ssl.create_default_context(cadata=base64.b64decode(bundle).decode())
             except (ValueError, ssl.SSLError) as err:
                 raise WebhookCallError(f"could not get REST client: unable to load root certificates: {err}") from err
-        if "versions" not in review and "v1" not in (webhook.get("admissionReviewVersions") or []):
-            raise WebhookCallError(
-                "webhook does not accept v1 AdmissionReview (the fake only sends admission.k8s.io/v1)"
-            )
+        if "v1" not in (webhook.get("admissionReviewVersions") or []):
+            # kube-apiserver would fall back to v1beta1; the fake only speaks v1 (documented).
+            raise WebhookCallError("webhook does not accept v1 or v1beta1 AdmissionReview")
         if self._session is None:
             self._session = aiohttp.ClientSession()
         try:

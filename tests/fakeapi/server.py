@@ -125,8 +125,9 @@ class FakeApiServer:
                 loop.run_forever()
             finally:
                 loop.run_until_complete(self.stop())
-                # TLS transports (webhook calls, HTTPS mode) finish closing on the next loop iterations.
-                loop.run_until_complete(asyncio.sleep(0.05))
+                if self.certificates is not None:
+                    # HTTPS transports finish closing on the next loop iterations.
+                    loop.run_until_complete(asyncio.sleep(0.05))
                 loop.run_until_complete(loop.shutdown_asyncgens())
                 loop.close()
 
