@@ -58,6 +58,7 @@ class Manager:
         self._leader_tasks: list[tuple[str, LeaderTaskFactory]] = []
         self._informer_tasks: list[asyncio.Task[None]] = []
         self._campaign: asyncio.Task[None] | None = None
+        self._cleanups: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._stopping = False
         self.elector: LeaderElector | None = None
         if options.leader_elect:
@@ -103,6 +104,10 @@ class Manager:
 
     def add_controller(self, controller: Controller) -> None:
         self._controllers.append(controller)
+
+    def add_cleanup(self, cleanup: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `cleanup()` once the manager has stopped (close sessions and the like)."""
+        self._cleanups.append(cleanup)
 
     def add_leader_task(self, name: str, factory: LeaderTaskFactory) -> None:
         """Run `factory()` while this process leads (see module docstring)."""
@@ -205,4 +210,9 @@ class Manager:
         for task in self._informer_tasks:
             task.cancel()
         await asyncio.gather(*self._informer_tasks, return_exceptions=True)
+        for cleanup in self._cleanups:
+            try:
+                await cleanup()
+            except Exception:
+                logger.exception("cleanup failed")
         logger.info("manager stopped")

@@ -56,6 +56,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
     recorder = EventRecorder(client, instance=settings.identity)
     pods = setup_pod_informer(manager, namespaces=settings.namespaces)
     lora = LoraUpdater(pods=pods, recorder=recorder, timeout=settings.lora_timeout)
+    manager.add_cleanup(lora.close)
     controller, reconciler = setup_modelbooster_controller(
         manager,
         namespaces=settings.namespaces,

@@ -1,0 +1,178 @@
+"""Dynamic LoRA updates (facts §5.6 with the Q5 fix): adapters change on running pods, no rollout."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from reconciler.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVING, POD
+from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
+
+
+class FakeRuntime:
+    """The runtime sidecar's LoRA API on loopback: records calls, can be told to fail."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.fail_loads = False
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.calls.append((request.path, body))
+        if request.path.endswith("/load_lora_adapter") and self.fail_loads:
+            return web.Response(status=500, text="download failed")
+        return web.Response(status=200, text="ok")
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/load_lora_adapter", self._handle)
+        app.router.add_post("/v1/unload_lora_adapter", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def names(self, action: str) -> list[str]:
+        return [body["lora_name"] for path, body in self.calls if path == f"/v1/{action}_lora_adapter"]
+
+
+@pytest.fixture
+async def runtime() -> AsyncIterator[FakeRuntime]:
+    server = FakeRuntime()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+def lora(name: str) -> dict[str, str]:
+    return {"name": name, "artifactURL": f"hf://acme/{name}"}
+
+
+def dynamic_backend(port: int, *adapters: str) -> dict[str, Any]:
+    env = [{"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"}, {"name": "RUNTIME_PORT", "value": str(port)}]
+    return backend("a", env=env, loraAdapters=[lora(name) for name in adapters])
+
+
+async def running_pod(cluster: Cluster, name: str, *, uid: str, serving: str = "m-a") -> None:
+    labels = {
+        "workload.serving.volcano.sh/managed-by": "workload.serving.volcano.sh",
+        "workload.serving.volcano.sh/model-name": "m",
+        "workload.serving.volcano.sh/model-uid": uid,
+        "modelserving.volcano.sh/name": serving,
+    }
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": labels},
+           "spec": {"containers": [{"name": "engine", "image": "vllm"}]}}  # fmt: skip
+    await cluster.client.create(POD, pod)
+    await cluster.client.patch(POD, NS, name, {"status": {"phase": "Running", "podIP": "127.0.0.1"}},
+                               subresource="status")  # fmt: skip
+
+
+async def set_adapters(cluster: Cluster, *adapters: str) -> None:
+    spec = (cluster.get(MODEL_BOOSTER, "m") or {})["spec"]
+    spec["backends"][0]["loraAdapters"] = [lora(name) for name in adapters]
+    await cluster.replace_spec("m", spec)
+
+
+async def test_only_adapters_changed_loads_them_on_running_pods_without_a_rollout(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql"), backend("b")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=created["metadata"]["uid"])
+    serving_rv = (cluster.get(MODEL_SERVING, "m-a") or {})["metadata"]["resourceVersion"]
+
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: runtime.names("load") == ["chat"], message="chat loaded")
+    load = runtime.calls[0][1]
+    assert load == {"async_download": False, "lora_name": "chat", "source": "hf://acme/chat",
+                    "output_dir": load["output_dir"]}  # fmt: skip
+    assert load["output_dir"].startswith("/")
+    await eventually(lambda: (cluster.get(MODEL_ROUTE, "m") or {})["spec"].get("loraAdapters") == ["chat", "sql"])
+    await quiet(0.3)
+    # The ModelServing kept its template (no rollout) and no ModelServing was deleted (Q5).
+    assert (cluster.get(MODEL_SERVING, "m-a") or {})["metadata"]["resourceVersion"] == serving_rv
+    assert cluster.names(MODEL_SERVING) == ["m-a", "m-b"]
+    assert cluster.condition("m", "Failed") == "False"
+    assert cluster.events("LoraUpdated")
+
+    # Removing one unloads it; a no-op resync afterwards calls nothing.
+    await set_adapters(cluster, "chat")
+    await eventually(lambda: runtime.names("unload") == ["sql"])
+    calls = len(runtime.calls)
+    reconciler.manager.controllers[0].enqueue_all()
+    await quiet(0.3)
+    assert len(runtime.calls) == calls
+    assert (cluster.get(MODEL_SERVING, "m-a") or {})["metadata"]["resourceVersion"] == serving_rv
+
+
+async def test_failed_loads_are_reported_and_retried(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=created["metadata"]["uid"])
+    runtime.fail_loads = True
+
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: cluster.condition("m", "Failed") == "True")
+    failed = cluster.conditions()["Failed"]
+    assert failed["reason"] == "LoraUpdateFailed"
+    assert "loading LoRA adapter chat into pod m-a-0: HTTP 500: download failed" in failed["message"]
+    await eventually(lambda: cluster.events("LoraLoadFailed"))
+    assert cluster.events("LoraLoadFailed")[0]["type"] == "Warning"
+
+    runtime.fail_loads = False
+    await eventually(lambda: cluster.condition("m", "Failed") == "False", within=5.0)
+    assert runtime.names("load").count("chat") >= 2  # retried until it worked
+    assert runtime.names("unload") == []
+
+
+async def test_a_new_pod_gets_the_runtime_adapters_its_template_lacks(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    uid = created["metadata"]["uid"]
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=uid)
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: runtime.names("load") == ["chat"])
+
+    await running_pod(cluster, "m-a-1", uid=uid)  # e.g. a scale-up from the old template
+    await eventually(lambda: runtime.names("load") == ["chat", "chat"], message="new pod caught up")
+
+
+async def test_more_than_adapters_changed_rolls_out_normally(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=created["metadata"]["uid"])
+    spec = (cluster.get(MODEL_BOOSTER, "m") or {})["spec"]
+    spec["backends"][0]["loraAdapters"].append(lora("chat"))
+    spec["backends"][0]["workers"][0]["image"] = "vllm/vllm-openai:v0.11.0"
+    await cluster.replace_spec("m", spec)
+    await eventually(lambda: "chat" in json.dumps((cluster.get(MODEL_SERVING, "m-a") or {})["spec"]))
+    await quiet(0.3)
+    assert runtime.calls == []  # the new pods start with the adapter on their command line
+
+
+async def test_without_the_env_switch_adapters_roll_out(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    created = cluster.create_booster(booster("m", backend("a", loraAdapters=[lora("sql")])))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=created["metadata"]["uid"])
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: "hf://acme/chat" in json.dumps((cluster.get(MODEL_SERVING, "m-a") or {})["spec"]))
+    assert runtime.calls == []

@@ -1,0 +1,136 @@
+"""Settings: flags, MODELBOOSTER_RECONCILER_* variables, the settings ConfigMap (watched)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from reconciler.kinds import CONFIG_MAP, MODEL_SERVER, MODEL_SERVING
+from reconciler.main import add_arguments, settings_from_args
+from reconciler.settings import DynamicSettings, ReconcilerSettings, SettingsError, parse_engine_env
+from reconciler.synthesis import SynthesisSettings
+from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
+
+
+def parse(argv: list[str], environ: dict[str, str] | None = None) -> ReconcilerSettings:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, environ=environ or {})
+    return settings_from_args(parser.parse_args(argv), environ=environ or {})
+
+
+def test_defaults() -> None:
+    settings = parse([])
+    assert settings.workers == 5
+    assert settings.leader_elect is True
+    assert settings.namespaces == ()
+    assert settings.metrics_port == 8080
+    assert settings.field_manager == "modelbooster"
+    assert (settings.lease.lease_duration, settings.lease.renew_deadline, settings.lease.retry_period) == (15, 10, 2)
+    assert settings.controller_namespace == "default"
+
+
+def test_flags_the_chart_passes() -> None:
+    settings = parse(["--workers=8", "--namespaces=a, b", "--runtime-image=r:1", "--downloader-image=d:1",
+                      "--config-map=cm", "--leader-elect", "--lease-name=l", "--lease-namespace=sys",
+                      "--metrics-port=9090", "--log-level=debug", "--log-format=json"])  # fmt: skip
+    assert settings.workers == 8
+    assert settings.namespaces == ("a", "b")
+    assert (settings.runtime_image, settings.downloader_image) == ("r:1", "d:1")
+    assert settings.config_map == "cm"
+    assert settings.effective_lease_namespace == "sys"
+    assert (settings.log_level, settings.log_format) == ("debug", "json")
+    assert parse(["--no-leader-elect"]).leader_elect is False
+
+
+def test_environment_variables_set_defaults_and_flags_win() -> None:
+    environ = {"MODELBOOSTER_RECONCILER_WORKERS": "12", "MODELBOOSTER_RECONCILER_LEADER_ELECT": "false",
+               "POD_NAMESPACE": "mb-system", "POD_NAME": "mb-0"}  # fmt: skip
+    settings = parse([], environ)
+    assert settings.workers == 12
+    assert settings.leader_elect is False
+    assert settings.controller_namespace == "mb-system"
+    assert settings.identity.startswith("mb-0_")
+    assert parse(["--workers", "3"], environ).workers == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "message"),
+    [
+        (["--workers", "0"], {}, "argument --workers: '0': must be at least 1"),
+        (["--log-format", "xml"], {}, "must be one of text, json"),
+        ([], {"MODELBOOSTER_RECONCILER_QPS": "fast"}, "variable MODELBOOSTER_RECONCILER_QPS: 'fast': not a number"),
+    ],
+)
+def test_bad_values_are_named(
+    argv: list[str], environ: dict[str, str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse(argv, environ)
+    assert message in capsys.readouterr().err
+
+
+def test_inconsistent_lease_timings_are_refused() -> None:
+    with pytest.raises(ValueError, match="retry period < renew deadline < lease duration"):
+        parse(["--lease-duration", "5", "--renew-deadline", "10"])
+
+
+def test_settings_validate_themselves() -> None:
+    with pytest.raises(SettingsError, match="--burst must be at least 1"):
+        ReconcilerSettings(qps=5, burst=0)
+
+
+def test_dynamic_settings_overlay_and_fall_back() -> None:
+    dynamic = DynamicSettings(SynthesisSettings(runtime_image="flag:1", downloader_image="flagd:1"))
+    assert dynamic.update({"model_serving_runtime_image": "cm:2"}) is True
+    assert dynamic.current.runtime_image == "cm:2"
+    assert dynamic.current.downloader_image == "flagd:1"
+    assert dynamic.update({"model_serving_runtime_image": "cm:2"}) is False  # unchanged: nothing to do
+    assert dynamic.update(None) is True  # ConfigMap deleted: back to the flags
+    assert dynamic.current.runtime_image == "flag:1"
+
+
+def test_a_bad_config_map_value_keeps_the_previous_settings() -> None:
+    dynamic = DynamicSettings(SynthesisSettings())
+    dynamic.update({"engine_env.json": '[{"name": "A", "value": "1"}]'})
+    assert dynamic.current.engine_env == ({"name": "A", "value": "1"},)
+    assert dynamic.update({"engine_env.json": "{not json"}) is False
+    assert dynamic.error is not None
+    assert "engine_env.json: not JSON" in dynamic.error
+    assert dynamic.current.engine_env == ({"name": "A", "value": "1"},)
+
+
+def test_engine_env_must_be_a_list_of_named_entries() -> None:
+    with pytest.raises(SettingsError, match=r"engine_env.json\[1\]: must be an EnvVar object"):
+        parse_engine_env('[{"name": "A"}, {"value": "x"}]')
+
+
+async def test_a_config_map_change_re_renders_only_what_it_affects(
+    cluster: Cluster, start_reconciler: Callable[..., Awaitable[RunningReconciler]]
+) -> None:
+    settings_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "mb-settings", "namespace": "default"},
+        "data": {"model_serving_runtime_image": "example/runtime:v2"},
+    }
+    await cluster.client.create(CONFIG_MAP, settings_map)
+    reconciler = await start_reconciler(config_map="mb-settings")
+    cluster.create_booster(booster("m", backend("a")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    assert _runtime_image(cluster) == "example/runtime:v2"
+    server_rv = (cluster.get(MODEL_SERVER, "m-a") or {})["metadata"]["resourceVersion"]
+
+    await cluster.client.patch(CONFIG_MAP, "default", "mb-settings",
+                               {"data": {"model_serving_runtime_image": "example/runtime:v3"}})  # fmt: skip
+    await eventually(lambda: _runtime_image(cluster) == "example/runtime:v3", message="re-rendered")
+    await quiet(0.3)
+    assert (cluster.get(MODEL_SERVER, "m-a") or {})["metadata"]["resourceVersion"] == server_rv
+    assert [e.resource for e in reconciler.writes() if e.verb == "patch"].count("modelservings") == 1
+
+
+def _runtime_image(cluster: Cluster) -> str | None:
+    serving = cluster.get(MODEL_SERVING, "m-a") or {}
+    containers = serving["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"]
+    return next((c["image"] for c in containers if c["name"] == "runtime"), None)
