@@ -51,14 +51,18 @@ DEFAULT_PORT: Final = 8080
 DEFAULT_TIMEOUT: Final = 60.0  # seconds per request; the reference optimizer's MILP gives up after 60 s
 CONNECT_TIMEOUT: Final = 10.0
 MAX_ERROR_TEXT: Final = 300
+NO_ROUTE_HINT: Final = (
+    "no such endpoint: is INFERNO_HOST:INFERNO_PORT an Inferno optimizer, started with -F for stateful mode?"
+)
 
 _Model = TypeVar("_Model", bound=BaseModel)
 RequestObserver = Callable[[str, str, str], None]  # (method, endpoint template, status code or "error")
 
 
 class RemoteOptimizerError(Exception):
-    """A remote call failed. `retryable`: the same call may succeed later (unreachable, 5xx, timeout);
-    otherwise the optimizer refused what we sent, and only changed input can help."""
+    """A remote call failed. `retryable`: the same call may succeed later (unreachable, 5xx, timeout, an
+    endpoint the optimizer does not serve until it is redeployed, a mirror write that raced another
+    writer); otherwise the optimizer refused the system or flags we sent, and only changed input can help."""
 
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
@@ -108,7 +112,9 @@ class RemoteOptimizer:
     async def optimize_one(self, system: System) -> dict[str, Allocation]:
         """Stateless: optimise the posted system; server name -> desired allocation (absent: unallocated)."""
         async with self._session() as session:
-            reply = await self._call(session, "POST", "/optimizeOne", body=wire.system_to_wire(system))
+            reply = await self._call(
+                session, "POST", "/optimizeOne", body=wire.system_to_wire(system), refusal_is_final=True
+            )
         return _solution(reply, endpoint="/optimizeOne")
 
     async def mirror(self, system: System) -> MirrorReport:
@@ -120,7 +126,9 @@ class RemoteOptimizer:
         """Stateful: mirror, then `POST /optimize` with the system's flags, with no other mirror in between."""
         async with self._lock, self._session() as session:
             report = await _Mirror(self, session).run(system)
-            reply = await self._call(session, "POST", "/optimize", body=wire.flags_to_wire(system.flags))
+            reply = await self._call(
+                session, "POST", "/optimize", body=wire.flags_to_wire(system.flags), refusal_is_final=True
+            )
         return report, _solution(reply, endpoint="/optimize")
 
     # ------------------------------------------------------------------ transport
@@ -138,8 +146,13 @@ class RemoteOptimizer:
         *,
         endpoint: str | None = None,
         body: Any = None,
+        refusal_is_final: bool = False,
     ) -> Any:
-        """One request; the decoded JSON reply of a 200, else RemoteOptimizerError naming the call."""
+        """One request; the decoded JSON reply of a 200, else RemoteOptimizerError naming the call.
+
+        `refusal_is_final`: a 4xx with the optimizer's own message (bad system, MILP failure) is not worth
+        retrying with the same input. A 4xx without one is a missing route: the wrong service, or a
+        stateless optimizer asked for stateful endpoints; retried, since redeploying it fixes that."""
         endpoint = endpoint or path
         where = f"{method} {self.settings.base_url}{path}"
         try:
@@ -154,8 +167,12 @@ class RemoteOptimizer:
             raise RemoteOptimizerError(f"{where}: {type(error).__name__}: {detail}", retryable=True) from error
         self._count(method, endpoint, str(status))
         if status != 200:
-            retryable = status >= 500 or status in (408, 429)
-            raise RemoteOptimizerError(f"{where}: HTTP {status}: {_error_text(payload)}", retryable=retryable)
+            text, from_optimizer = _error_text(payload)
+            if status in (404, 405) and not from_optimizer:
+                text += f" ({NO_ROUTE_HINT})"
+            refused = 400 <= status < 500 and status not in (408, 429) and from_optimizer
+            retryable = not (refused and refusal_is_final)
+            raise RemoteOptimizerError(f"{where}: HTTP {status}: {text}", retryable=retryable)
         try:
             return json.loads(payload) if payload else None
         except ValueError as error:
@@ -166,18 +183,24 @@ class RemoteOptimizer:
             self._observe(method, endpoint, code)
 
 
-def _error_text(payload: bytes) -> str:
+def _error_text(payload: bytes) -> tuple[str, bool]:
+    """The reason in an error reply, and whether it is the optimizer's own JSON message (a route missing,
+    a proxy or another service answer with plain text)."""
     text = payload.decode("utf-8", "replace").strip()
     try:
         decoded = json.loads(text)
     except ValueError:
         decoded = None
+    from_optimizer = True
     if isinstance(decoded, dict) and isinstance(decoded.get("message"), str):
         text = decoded["message"]
     elif isinstance(decoded, str):  # the reference answers some 404s with a bare JSON string
         text = decoded
+    else:
+        # The reference's own 400 for a body it cannot bind is empty, so an empty body still counts as its own.
+        from_optimizer = not text
     text = text or "(empty body)"
-    return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 3] + "..."
+    return (text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 3] + "..."), from_optimizer
 
 
 def _solution(reply: Any, *, endpoint: str) -> dict[str, Allocation]:

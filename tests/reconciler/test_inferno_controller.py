@@ -475,6 +475,17 @@ def route_calls(registry: CollectorRegistry, method: str, route: str) -> float:
     return total
 
 
+def remote_writes(registry: CollectorRegistry) -> float:
+    """Requests that change a stateful optimizer's system (everything but the GET /get... reads)."""
+    total = 0.0
+    for metric in registry.collect():
+        for sample in metric.samples:
+            route = sample.labels.get("route", "")
+            if sample.name == "inferno_optimizer_http_requests_total" and not route.startswith("/get"):
+                total += sample.value
+    return total
+
+
 async def test_remote_stateless_posts_the_system_to_optimize_one(
     cluster: Cluster, start_inferno: Callable[..., Awaitable[RunningInferno]], aiohttp_server: AiohttpServer
 ) -> None:
@@ -529,6 +540,12 @@ async def test_remote_stateful_mirrors_every_change_then_optimizes(
     assert route_calls(registry, "POST", "/optimize") == 0
     assert route_calls(registry, "POST", "/addServiceClassModelTargets") == 1  # the v0.4+ endpoint
     assert route_calls(registry, "POST", "/addServiceClassModelTarget") == 0  # not the reference's singular
+    # A mirror with nothing new reads the optimizer's state and writes nothing.
+    writes, reads = remote_writes(registry), route_calls(registry, "GET", "/getServers")
+    cluster.fake.create(optimizer(optimize_now=False, name="another"))
+    await eventually(lambda: route_calls(registry, "GET", "/getServers") > reads, message="another mirror pass")
+    await inferno.idle()
+    assert remote_writes(registry) == writes
 
     await request_run(cluster)
     await run_finished(cluster)
@@ -585,6 +602,61 @@ async def test_an_unreachable_optimizer_is_reported_and_retried_with_backoff(
         assert (condition["status"], condition["reason"]) == ("True", "OptimizationSucceeded")
     finally:
         await runner.cleanup()
+
+
+async def test_a_stateless_optimizer_in_stateful_mode_is_reported_with_a_hint(
+    cluster: Cluster, start_inferno: Callable[..., Awaitable[RunningInferno]], aiohttp_server: AiohttpServer
+) -> None:
+    server = await aiohttp_server(make_app())  # started without -F: no stateful endpoints
+    create_all(cluster, worked_example(optimize_now=True))
+    inferno = await start_inferno(remote(int(server.port or 0), stateless=False))
+    await eventually(lambda: inferno.metric("inferno_optimizations_total", result="error") >= 2, message="retries")
+
+    condition = optimized_condition(cluster)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("False", "OptimizerUnavailable")
+    assert condition["message"] == (
+        f"POST http://127.0.0.1:{server.port}/addAccelerator: HTTP 404: 404: Not Found (no such endpoint: is "
+        "INFERNO_HOST:INFERNO_PORT an Inferno optimizer, started with -F for stateful mode?) (retrying)"
+    )
+    assert desired_alloc(cluster) is None
+
+
+@pytest.mark.parametrize("where", ["embedded", "remote"])
+async def test_an_optimisation_error_is_final_until_something_changes(
+    cluster: Cluster,
+    start_inferno: Callable[..., Awaitable[RunningInferno]],
+    aiohttp_server: AiohttpServer,
+    where: str,
+) -> None:
+    objects = worked_example(optimize_now=True)
+    objects[4]["spec"]["count"][0]["count"] = 1  # the server needs 2 x G2
+    objects[5]["spec"]["data"]["optimizer"]["milpSolver"] = True
+    create_all(cluster, objects)
+    settings, prefix = FAST, ""
+    if where == "remote":
+        server = await aiohttp_server(make_app())
+        settings = remote(int(server.port or 0), stateless=True)
+        prefix = f"POST http://127.0.0.1:{server.port}/optimizeOne: HTTP 404: "
+    inferno = await start_inferno(settings)
+    await eventually(lambda: optimized_condition(cluster) is not None, message="condition")
+    await inferno.idle()
+
+    condition = optimized_condition(cluster)
+    assert condition is not None
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "OptimizationFailed",
+        prefix + "optimization error: MILP single assignment is infeasible: the capacity cannot host the servers "
+        "(single assignment must place every server)",
+    )
+    assert inferno.metric("inferno_optimizations_total", result="error") == 1
+    assert inferno.metric("controller_runtime_terminal_reconcile_errors_total", controller="inferno") == 1
+    assert desired_alloc(cluster) is None
+
+    await cluster.patch(CAPACITY, "cluster", {"spec": {"count": [{"type": "G2", "count": 2}]}})
+    await run_finished(cluster)
+    assert_worked_example(desired_alloc(cluster))
 
 
 # --- settings --------------------------------------------------------------------------------------------
