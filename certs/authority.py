@@ -148,9 +148,7 @@ def parse_san(value: str) -> x509.GeneralName:
     except ValueError:
         pass
     if len(value) > _DNS_NAME_MAX_LENGTH or not _DNS_NAME.match(value):
-        raise CertificateError(
-            f"subject alternative name {value!r} is neither an IP address nor a lower-case DNS name"
-        )
+        raise CertificateError(f"subject alternative name {value!r} is neither an IP address nor a lower-case DNS name")
     return x509.DNSName(value)
 
 
@@ -214,4 +212,3 @@ def issue_serving_cert(
         .sign(ca.key, hashes.SHA256())
     )
     return KeyPair(cert=cert, key=key)
-

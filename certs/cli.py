@@ -23,9 +23,7 @@ DEFAULT_NAMESPACE = "modelbooster-system"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path, help="directory to write ca.crt, tls.crt, tls.key")
-    parser.add_argument(
-        "--service", default=DEFAULT_SERVICE, help=f"webhook Service name (default {DEFAULT_SERVICE})"
-    )
+    parser.add_argument("--service", default=DEFAULT_SERVICE, help=f"webhook Service name (default {DEFAULT_SERVICE})")
     parser.add_argument(
         "--namespace", default=DEFAULT_NAMESPACE, help=f"webhook Service namespace (default {DEFAULT_NAMESPACE})"
     )
@@ -60,9 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"modelbooster certs: refusing to overwrite {', '.join(existing)} (use --force)", file=sys.stderr)
         return 1
     ca = create_ca()
-    serving = issue_serving_cert(
-        ca=ca, service=args.service, namespace=args.namespace, extra_sans=args.extra_san
-    )
+    serving = issue_serving_cert(ca=ca, service=args.service, namespace=args.namespace, extra_sans=args.extra_san)
     bundle = CertBundle(ca_crt=ca.cert_pem, tls_crt=serving.cert_pem, tls_key=serving.key_pem)
     try:
         out.mkdir(parents=True, exist_ok=True)

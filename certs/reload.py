@@ -127,7 +127,10 @@ class CertificateReloader:
         self._digest = digest
         self._failed_digest = None
         self.not_after = not_after
-        log.info("serving certificate loaded", extra={"cert_file": str(self.cert_file), "not_after": str(not_after)})
+        log.info(
+            "serving certificate loaded",
+            extra={"context": {"cert_file": str(self.cert_file), "not_after": str(not_after)}},
+        )
         return ReloadResult(ReloadOutcome.LOADED, not_after=not_after)
 
     def _failure(self, digest: bytes, detail: str) -> ReloadResult:

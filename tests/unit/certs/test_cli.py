@@ -22,9 +22,7 @@ def _bundle(out: Path) -> CertBundle:
 
 def test_writes_a_usable_bundle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "certs"
-    code = main(
-        ["certs", "--out", str(out), "--service", "mbw", "--namespace", "kthena", "--extra-san", "127.0.0.1"]
-    )
+    code = main(["certs", "--out", str(out), "--service", "mbw", "--namespace", "kthena", "--extra-san", "127.0.0.1"])
     assert code == 0
     bundle = _bundle(out)
     assert san_strings(bundle.serving_cert) == {"mbw.kthena.svc", "mbw.kthena.svc.cluster.local", "127.0.0.1"}

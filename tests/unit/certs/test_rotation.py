@@ -28,9 +28,7 @@ def test_nothing_to_do_for_a_fresh_pair(ca: KeyPair, now: datetime) -> None:
     ("age_days", "renew"),
     [(0, False), (274, False), (275, True), (300, True), (365, True), (400, True)],
 )
-def test_serving_cert_is_renewed_90_days_before_expiry(
-    ca: KeyPair, now: datetime, age_days: int, renew: bool
-) -> None:
+def test_serving_cert_is_renewed_90_days_before_expiry(ca: KeyPair, now: datetime, age_days: int, renew: bool) -> None:
     serving = _serving(ca, now).cert  # valid for 365 days from `now`
     later = now + timedelta(days=age_days)
     plan = plan_rotation(ca=ca.cert, published=[ca.cert], serving=serving, sans=SANS, now=later)
@@ -60,9 +58,7 @@ def test_serving_cert_with_other_names_is_reissued(ca: KeyPair, now: datetime) -
 
 def test_serving_cert_from_a_ca_we_do_not_hold_is_reissued(ca: KeyPair, now: datetime) -> None:
     stranger = create_ca(now=now)
-    plan = plan_rotation(
-        ca=ca.cert, published=[ca.cert], serving=_serving(stranger, now).cert, sans=SANS, now=now
-    )
+    plan = plan_rotation(ca=ca.cert, published=[ca.cert], serving=_serving(stranger, now).cert, sans=SANS, now=now)
     assert plan.new_serving
     assert plan.reasons == ("the serving certificate is not signed by the current CA",)
 
@@ -116,9 +112,7 @@ def test_current_ca_missing_from_the_bundle_is_a_change(ca: KeyPair, now: dateti
 
 
 def test_duplicate_cas_in_the_bundle_are_kept_once(ca: KeyPair, now: datetime) -> None:
-    plan = plan_rotation(
-        ca=ca.cert, published=[ca.cert, ca.cert], serving=_serving(ca, now).cert, sans=SANS, now=now
-    )
+    plan = plan_rotation(ca=ca.cert, published=[ca.cert, ca.cert], serving=_serving(ca, now).cert, sans=SANS, now=now)
     assert plan.keep_cas == (ca.cert,)
 
 

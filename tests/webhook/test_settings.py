@@ -1,0 +1,81 @@
+"""Flags and environment variables: defaults, precedence, and clear errors for bad values."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from modelbooster.cli import build_parser
+from webhook.settings import Settings, add_arguments, from_args
+
+
+def _parse(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(prog="modelbooster webhook")
+    add_arguments(parser, environ=environ or {})
+    return from_args(parser.parse_args(argv))
+
+
+def test_defaults() -> None:
+    settings = _parse([])
+    assert settings.port == 8443
+    assert settings.metrics_port == 8080
+    assert settings.bind_address == ""
+    assert settings.tls_cert_file == Path("/etc/webhook/certs/tls.crt")
+    assert settings.tls_private_key_file == Path("/etc/webhook/certs/tls.key")
+    assert settings.tls_min_version == "1.2"
+    assert settings.max_request_bytes == 3 * 1024 * 1024
+    assert settings.log_level == "info"
+    assert settings.log_format == "text"
+    assert settings.shutdown_timeout < 30  # inside the pod's default grace period
+
+
+def test_environment_replaces_defaults_and_flags_win() -> None:
+    environ = {
+        "MODELBOOSTER_WEBHOOK_PORT": "9443",
+        "MODELBOOSTER_WEBHOOK_TLS_MIN_VERSION": "1.3",
+        "MODELBOOSTER_WEBHOOK_LOG_FORMAT": "JSON",
+        "MODELBOOSTER_WEBHOOK_TLS_CERT_FILE": "/certs/a.crt",
+    }
+    settings = _parse(["--port", "10443"], environ)
+    assert settings.port == 10443
+    assert settings.tls_min_version == "1.3"
+    assert settings.log_format == "json"
+    assert settings.tls_cert_file == Path("/certs/a.crt")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--port", "70000"], "argument --port: invalid port: 70000 is not a TCP port (0-65535)"),
+        (
+            ["--tls-min-version", "1.1"],
+            "argument --tls-min-version: invalid tls-min-version: '1.1' is not one of 1.2, 1.3",
+        ),
+        (["--max-request-bytes", "0"], "argument --max-request-bytes: invalid max-request-bytes: 0 must be positive"),
+        (["--log-level", "loud"], "invalid log-level: 'loud' is not one of debug, info, warning, error"),
+        (["--shutdown-timeout", "-1"], "invalid shutdown-timeout: -1.0 must not be negative"),
+    ],
+)
+def test_bad_flags_are_named(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _parse(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_environment_variable_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _parse([], {"MODELBOOSTER_WEBHOOK_METRICS_PORT": "http"})
+    assert (
+        "environment variable MODELBOOSTER_WEBHOOK_METRICS_PORT: invalid metrics-port: "
+        "invalid literal for int() with base 10: 'http'" in capsys.readouterr().err
+    )
+
+
+def test_the_cli_dispatcher_exposes_the_webhook_flags() -> None:
+    args = build_parser().parse_args(["webhook", "--port", "0", "--log-format", "json"])
+    settings = from_args(args)
+    assert settings.port == 0
+    assert settings.log_format == "json"

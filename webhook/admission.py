@@ -1,0 +1,276 @@
+"""AdmissionReview (`admission.k8s.io/v1`) payloads and the request -> response logic, free of HTTP.
+
+Two kinds of failure are kept apart (DECISIONS.md §7): a review that is not a well-formed AdmissionReview
+raises `BadReview` (the HTTP layer answers 400 with its one-line reason); an object that is not a valid
+ModelBooster is a *denial*, HTTP 200 with `allowed: false`, so `kubectl` shows the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, NotRequired, TypedDict, cast, get_args
+
+from shared.constants import KIND_MODEL_BOOSTER, WORKLOAD_GROUP
+from shared.defaults import apply_defaults
+from shared.errors import FieldError, format_denial
+from shared.validation import validate_modelbooster
+from webhook.patch import encode_patch, make_patch
+
+log = logging.getLogger(__name__)
+
+ADMISSION_API_VERSION: Final = "admission.k8s.io/v1"
+ADMISSION_KIND: Final = "AdmissionReview"
+
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+OPERATIONS: Final[tuple[str, ...]] = get_args(Operation)
+
+
+class GroupVersionKind(TypedDict):
+    group: str
+    version: str
+    kind: str
+
+
+class GroupVersionResource(TypedDict):
+    group: str
+    version: str
+    resource: str
+
+
+class UserInfo(TypedDict, total=False):
+    username: str
+    uid: str
+    groups: list[str]
+    extra: dict[str, list[str]]
+
+
+class AdmissionRequest(TypedDict):
+    uid: str
+    kind: NotRequired[GroupVersionKind]
+    resource: NotRequired[GroupVersionResource]
+    subResource: NotRequired[str]
+    requestKind: NotRequired[GroupVersionKind]
+    requestResource: NotRequired[GroupVersionResource]
+    requestSubResource: NotRequired[str]
+    name: NotRequired[str]
+    namespace: NotRequired[str]
+    operation: Operation
+    userInfo: NotRequired[UserInfo]
+    object: NotRequired[dict[str, Any] | None]
+    oldObject: NotRequired[dict[str, Any] | None]
+    dryRun: NotRequired[bool]
+    options: NotRequired[dict[str, Any] | None]
+
+
+class StatusCause(TypedDict):
+    reason: str
+    message: str
+    field: str
+
+
+class StatusDetails(TypedDict, total=False):
+    name: str
+    group: str
+    kind: str
+    causes: list[StatusCause]
+
+
+class Status(TypedDict, total=False):
+    metadata: dict[str, Any]
+    status: Literal["Success", "Failure"]
+    message: str
+    reason: str
+    details: StatusDetails
+    code: int
+
+
+class AdmissionResponse(TypedDict):
+    uid: str
+    allowed: bool
+    status: NotRequired[Status]
+    patch: NotRequired[str]
+    patchType: NotRequired[Literal["JSONPatch"]]
+    warnings: NotRequired[list[str]]
+
+
+class AdmissionReview(TypedDict):
+    apiVersion: str
+    kind: str
+    request: NotRequired[AdmissionRequest]
+    response: NotRequired[AdmissionResponse]
+
+
+class BadReview(ValueError):
+    """The body is not an AdmissionReview we can answer; the message is one line for the HTTP reply."""
+
+
+def _field_type(value: object) -> str:
+    return "null" if value is None else type(value).__name__.replace("dict", "object").replace("list", "array")
+
+
+def _expect_str(request: Mapping[str, Any], key: str) -> None:
+    if key in request and not isinstance(request[key], str):
+        raise BadReview(f"request.{key} must be a string, got {_field_type(request[key])}")
+
+
+def _expect_object(request: Mapping[str, Any], key: str) -> None:
+    if request.get(key) is not None and not isinstance(request[key], dict):
+        raise BadReview(f"request.{key} must be a JSON object, got {_field_type(request[key])}")
+
+
+def parse_review(data: object) -> tuple[str, AdmissionRequest]:
+    """Check the envelope and the request fields we rely on; return (apiVersion, request)."""
+    if not isinstance(data, dict):
+        raise BadReview(f"expected an AdmissionReview JSON object, got {_field_type(data)}")
+    api_version = data.get("apiVersion")
+    if api_version != ADMISSION_API_VERSION:
+        raise BadReview(f"unsupported AdmissionReview apiVersion {api_version!r}; expected {ADMISSION_API_VERSION!r}")
+    if data.get("kind") != ADMISSION_KIND:
+        raise BadReview(f"expected kind {ADMISSION_KIND!r}, got {data.get('kind')!r}")
+    request = data.get("request")
+    if request is None:
+        raise BadReview("AdmissionReview has no request")
+    if not isinstance(request, dict):
+        raise BadReview(f"request must be a JSON object, got {_field_type(request)}")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("request.uid must be a non-empty string")
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        raise BadReview(f"request.operation {operation!r} is not one of {', '.join(OPERATIONS)}")
+    for key in ("name", "namespace", "subResource"):
+        _expect_str(request, key)
+    for key in ("object", "oldObject", "kind", "options"):
+        _expect_object(request, key)
+    if "dryRun" in request and not isinstance(request["dryRun"], bool):
+        raise BadReview(f"request.dryRun must be a boolean, got {_field_type(request['dryRun'])}")
+    if operation in ("CREATE", "UPDATE") and not isinstance(request.get("object"), dict):
+        raise BadReview(f"request.object is required for {operation}")
+    if operation == "UPDATE" and not isinstance(request.get("oldObject"), dict):
+        raise BadReview("request.oldObject is required for UPDATE")
+    return api_version, cast(AdmissionRequest, request)
+
+
+def review_response(*, api_version: str, response: AdmissionResponse) -> AdmissionReview:
+    return {"apiVersion": api_version, "kind": ADMISSION_KIND, "response": response}
+
+
+def object_identity(request: AdmissionRequest) -> tuple[str, str]:
+    """(namespace, name) for logs: the request's, else the object's metadata (generateName leaves none)."""
+    namespace, name = request.get("namespace", ""), request.get("name", "")
+    obj = request.get("object") or request.get("oldObject") or {}
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(metadata, dict):
+        namespace = namespace or str(metadata.get("namespace") or "")
+        name = name or str(metadata.get("name") or metadata.get("generateName") or "")
+    return namespace, name
+
+
+def _allowed(request: AdmissionRequest) -> AdmissionResponse:
+    return {"uid": request["uid"], "allowed": True}
+
+
+def _denied(request: AdmissionRequest, *, code: int, reason: str, message: str) -> AdmissionResponse:
+    return {
+        "uid": request["uid"],
+        "allowed": False,
+        "status": {"metadata": {}, "status": "Failure", "code": code, "reason": reason, "message": message},
+    }
+
+
+def _invalid(request: AdmissionRequest, errors: Sequence[FieldError]) -> AdmissionResponse:
+    """422 Invalid with one StatusCause per field error, as kube-apiserver's own validation reports."""
+    response = _denied(request, code=422, reason="Invalid", message=format_denial(errors))
+    causes: list[StatusCause] = []
+    for error in errors:
+        rendered = error.render()
+        causes.append(
+            {
+                "reason": error.cause_reason,
+                "message": rendered.removeprefix(f"{error.path}: "),
+                "field": error.path,
+            }
+        )
+    _, name = object_identity(request)
+    response["status"]["details"] = {
+        "name": name,
+        "group": WORKLOAD_GROUP,
+        "kind": KIND_MODEL_BOOSTER,
+        "causes": causes,
+    }
+    return response
+
+
+def _internal(request: AdmissionRequest, what: str) -> AdmissionResponse:
+    # A defect of ours must not let an unchecked object in, nor show a traceback: deny, and log it.
+    log.exception("internal error while %s", what, extra={"context": {"uid": request["uid"]}})
+    return _denied(
+        request,
+        code=500,
+        reason="InternalError",
+        message=f"internal error in the modelbooster webhook while {what} (request uid {request['uid']}); "
+        "see the webhook's logs",
+    )
+
+
+def _too_deep(request: AdmissionRequest) -> AdmissionResponse:
+    # Free-form fields (`config`) can nest arbitrarily; past Python's recursion limit we refuse, by name.
+    return _denied(request, code=400, reason="BadRequest", message="the object is nested too deeply to be processed")
+
+
+def _not_ours(request: AdmissionRequest) -> AdmissionResponse | None:
+    """A denial when the request is for another kind (a misconfigured webhook configuration)."""
+    kind = request.get("kind")
+    if kind is None or (kind.get("group") == WORKLOAD_GROUP and kind.get("kind") == KIND_MODEL_BOOSTER):
+        return None
+    got = f"{kind.get('group') or 'core'}/{kind.get('version', '?')} {kind.get('kind', '?')}"
+    return _denied(
+        request,
+        code=400,
+        reason="BadRequest",
+        message=f"this webhook admits {WORKLOAD_GROUP} {KIND_MODEL_BOOSTER} objects only, not {got}",
+    )
+
+
+def _untouched(request: AdmissionRequest) -> bool:
+    # Deletes and connects carry nothing to default or check; a subresource (status, scale) write is the
+    # controllers' business, and blocking it would stop status from being reported on a bad object.
+    return request["operation"] in ("DELETE", "CONNECT") or bool(request.get("subResource"))
+
+
+def mutate(request: AdmissionRequest) -> AdmissionResponse:
+    if _untouched(request):
+        return _allowed(request)
+    if (denial := _not_ours(request)) is not None:
+        return denial
+    obj = request.get("object") or {}
+    try:
+        defaulted = apply_defaults(obj)
+        ops = make_patch(obj, defaulted.obj)
+    except RecursionError:
+        return _too_deep(request)
+    except Exception:
+        return _internal(request, "applying defaults")
+    response = _allowed(request)
+    response["patch"] = encode_patch(ops)
+    response["patchType"] = "JSONPatch"
+    if defaulted.warnings:
+        response["warnings"] = list(defaulted.warnings)
+    return response
+
+
+def validate(request: AdmissionRequest) -> AdmissionResponse:
+    if _untouched(request):
+        return _allowed(request)
+    if (denial := _not_ours(request)) is not None:
+        return denial
+    obj = request.get("object") or {}
+    old = request.get("oldObject") if request["operation"] == "UPDATE" else None
+    try:
+        errors = validate_modelbooster(obj, old=old)
+    except RecursionError:
+        return _too_deep(request)
+    except Exception:
+        return _internal(request, "validating")
+    return _invalid(request, errors) if errors else _allowed(request)
