@@ -258,12 +258,11 @@ class CertDuty:
         )  # fmt: skip
         issued_serving = state.bundle is None or certs.bundle.tls_crt != state.bundle.tls_crt
         issued_ca = certs.ca is not state.ca
-        if issued_ca or issued_serving:
-            self._log_issued(certs, issued_ca=issued_ca, issued_serving=issued_serving)
-
         injected, missing = await self._inject(certs.bundle.ca_bundle_base64())
         written = await self._write_secrets(state, certs)
-        # Counted once the writes went through: a pass restarted by a conflict issues again from scratch.
+        # Logged and counted once stored: a pass restarted by a conflict issues again from scratch.
+        if issued_ca or issued_serving:
+            self._log_issued(certs, issued_ca=issued_ca, issued_serving=issued_serving)
         if issued_ca:
             self.metrics.issued.labels(certificate="ca").inc()
         if issued_serving:
