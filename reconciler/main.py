@@ -4,6 +4,9 @@ Every flag can also be given as an environment variable `MODELBOOSTER_RECONCILER
 underscores, e.g. `MODELBOOSTER_RECONCILER_WORKERS=8`); the flag wins over the variable, which wins over the
 built-in default. The settings ConfigMap (`--config-map`) overrides the image and engine-env settings while
 running (reconciler/settings.py).
+
+Besides the ModelBooster controller the process runs, when enabled, the webhook-certificate duty (leader only;
+flags in reconciler/certduty_settings.py) and the Inferno controller (flags in reconciler/inferno/controller.py).
 """
 
 from __future__ import annotations
@@ -19,9 +22,23 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from aiohttp import web
+
+from reconciler.certduty import register_cert_duty
+from reconciler.certduty_settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
+from reconciler.client import KubeClient
+from reconciler.health import make_app
+from reconciler.inferno.controller import (
+    InfernoSettings,
+    InfernoSettingsError,
+    add_inferno_arguments,
+    inferno_settings_from_args,
+    register_inferno,
+)
 from reconciler.leader import LeaseTimings
 from reconciler.logs import configure
-from reconciler.process import serve
+from reconciler.metrics import Metrics
+from reconciler.process import build
 from reconciler.settings import ReconcilerSettings, SettingsError, detect_identity, detect_namespace
 from reconciler.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE
 
@@ -177,6 +194,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str]
         default=leader_default,
         help=f"elect a leader through a Lease; only the leader writes [env {variable}]",
     )
+    add_cert_arguments(parser, environ=env)
+    add_inferno_arguments(parser, environ=env)
 
 
 def settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None) -> ReconcilerSettings:
@@ -210,12 +229,47 @@ def settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] |
     )
 
 
-async def _serve_until_signalled(settings: ReconcilerSettings) -> None:
+@dataclass(frozen=True)
+class _Duties:
+    """What runs next to the ModelBooster controller."""
+
+    cert: CertDutySettings
+    inferno: InfernoSettings
+
+
+async def _serve(settings: ReconcilerSettings, duties: _Duties, *, stop: asyncio.Event) -> None:
+    """reconciler.process.serve plus the certificate duty and the Inferno controller on the same manager."""
+    metrics = Metrics()
+    client = await KubeClient.connect(
+        kubeconfig=settings.kubeconfig,
+        qps=settings.qps,
+        burst=settings.burst,
+        user_agent=f"modelbooster-reconciler ({settings.identity})",
+        metrics=metrics,
+    )
+    runner: web.AppRunner | None = None
+    try:
+        process = build(settings, client, metrics)
+        register_cert_duty(process.manager, client, duties.cert, field_manager=settings.field_manager)
+        register_inferno(process.manager, client, duties.inferno)
+        if settings.metrics_port:
+            runner = web.AppRunner(make_app(process.manager), handle_signals=False, access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, settings.metrics_host, settings.metrics_port).start()
+            logger.info("serving /metrics, /healthz, /readyz on port %d", settings.metrics_port)
+        await process.manager.run(stop)
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        await client.close()
+
+
+async def _serve_until_signalled(settings: ReconcilerSettings, duties: _Duties) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await serve(settings, stop=stop)
+    await _serve(settings, duties, stop=stop)
 
 
 def _runner(event_loop: str) -> Callable[[Coroutine[Any, Any, None]], None] | None:
@@ -232,7 +286,8 @@ def _runner(event_loop: str) -> Callable[[Coroutine[Any, Any, None]], None] | No
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
-    except (SettingsError, ValueError) as error:
+        duties = _Duties(cert=cert_settings_from_args(args), inferno=inferno_settings_from_args(args))
+    except (SettingsError, InfernoSettingsError, ValueError) as error:
         print(f"modelbooster reconciler: {error}", file=sys.stderr)
         return 2
     configure(level=settings.log_level, fmt=settings.log_format)
@@ -241,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
         print("modelbooster reconciler: --event-loop uvloop requested but uvloop is not installed", file=sys.stderr)
         return 2
     try:
-        runner(_serve_until_signalled(settings))
+        runner(_serve_until_signalled(settings, duties))
     except OSError as error:
         print(f"modelbooster reconciler: {error}", file=sys.stderr)
         return 1
