@@ -279,3 +279,20 @@ def test_dry_run_delete_keeps_the_object(custom: Any) -> None:
     make(custom, "w1")
     custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1", dry_run="All")
     assert exists(custom, "w1")
+
+
+def test_watches_of_a_deleted_crd_end(kube_client: Any, custom: Any, widgets: FakeApiServer) -> None:
+    import urllib3
+
+    http = urllib3.PoolManager(retries=False)
+    response = http.request(
+        "GET",
+        f"{widgets.url}/apis/{GROUP}/{VERSION}/{PLURAL}?watch=true",
+        preload_content=False,
+        timeout=urllib3.Timeout(connect=5, read=5),
+    )
+    extensions: Any = client.ApiextensionsV1Api(kube_client)
+    extensions.delete_custom_resource_definition(WIDGET_CRD["metadata"]["name"], _preload_content=False)
+    widgets.settle()
+    assert response.read() == b""  # the stream ends (it may have been empty: no objects existed)
+    response.release_conn()

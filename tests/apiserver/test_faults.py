@@ -100,6 +100,7 @@ def test_aborting_watches_cuts_the_connection(fake_apiserver: FakeApiServer) -> 
         "GET",
         f"{fake_apiserver.url}/api/v1/namespaces/default/configmaps?watch=true",
         preload_content=False,
+        timeout=urllib3.Timeout(connect=5, read=5),
     )
     deadline = time.monotonic() + 5
     while fake_apiserver.watch_count("configmaps") == 0 and time.monotonic() < deadline:
@@ -116,6 +117,7 @@ def test_closing_watches_ends_the_stream_cleanly(fake_apiserver: FakeApiServer) 
         "GET",
         f"{fake_apiserver.url}/api/v1/namespaces/default/configmaps?watch=true",
         preload_content=False,
+        timeout=urllib3.Timeout(connect=5, read=5),
     )
     deadline = time.monotonic() + 5
     while fake_apiserver.watch_count() == 0 and time.monotonic() < deadline:

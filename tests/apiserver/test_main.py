@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -39,6 +40,10 @@ def served(tmp_path: Path) -> Iterator[tuple[dict[str, Any], Path]]:
     kubeconfig = tmp_path / "kubeconfig"
     process = launch("--port", "0", "--kubeconfig", str(kubeconfig), "--crd", str(crd), "--tls")
     assert process.stdout is not None
+    readable, _, _ = select.select([process.stdout], [], [], 30)
+    if not readable:
+        process.kill()
+        pytest.fail(f"the fake API server did not start: {process.communicate()[1]}")
     ready = json.loads(process.stdout.readline())
     yield ready, kubeconfig
     process.send_signal(signal.SIGINT)

@@ -94,7 +94,9 @@ class Registry:
             hook()
 
     def unregister(self, group: str, plural: str) -> None:
-        self.resources.pop((group, plural), None)
+        removed = self.resources.pop((group, plural), None)
+        if removed is not None:
+            self.store.hub.forget(removed.storage_key, self.store.rv)
         for hook in self.on_crd_change:
             hook()
 

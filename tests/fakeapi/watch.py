@@ -139,6 +139,13 @@ class WatchHub:
         if not history.events:
             history.floor = max(history.floor, current_rv)
 
+    def forget(self, storage_key: str, current_rv: int) -> None:
+        """A resource type stops existing (its CRD is gone): end its watches and drop its history."""
+        self.close_all(storage_key=storage_key)
+        history = self._history(storage_key)
+        history.events.clear()
+        history.floor = current_rv
+
     def watchers(self, storage_key: str | None = None) -> list[Watcher]:
         if storage_key is not None:
             return list(self._watchers.get(storage_key, ()))
