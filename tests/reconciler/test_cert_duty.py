@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry
 
 from certs.authority import create_ca, issue_serving_cert
 from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
+from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
 from certs.secret import parse_ca_secret, parse_serving_secret
 from reconciler import main as reconciler_main
 from reconciler.certduty import (
@@ -806,6 +807,47 @@ async def test_every_request_is_allowed_by_the_chart_rbac(
         }
     )
     assert denied == []
+
+
+# ---------------------------------------------------------------------------------- injection (pure)
+def _config(*webhooks: Any) -> dict[str, Any]:
+    return {"kind": "MutatingWebhookConfiguration", "metadata": {"name": "x", "resourceVersion": "7"},
+            "webhooks": list(webhooks)}  # fmt: skip
+
+
+def test_injection_sets_every_entry_and_keeps_the_rest() -> None:
+    configuration = _config(
+        {"name": "a.example.com", "clientConfig": {"service": {"name": "s"}, "caBundle": "b2xk"}},
+        {"name": "b.example.com"},  # no clientConfig at all
+        {"name": "c.example.com", "clientConfig": {"url": "https://x", "caBundle": "bmV3"}},
+    )
+    assert drifted_webhooks(configuration, "bmV3") == ["a.example.com", "b.example.com"]
+    updated = inject_ca_bundle(configuration, "bmV3")
+    assert updated is not None
+    assert [w["clientConfig"] for w in updated["webhooks"]] == [
+        {"service": {"name": "s"}, "caBundle": "bmV3"},
+        {"caBundle": "bmV3"},
+        {"url": "https://x", "caBundle": "bmV3"},
+    ]
+    assert updated["metadata"] == {"name": "x", "resourceVersion": "7"}  # the update stays conditional
+    assert configuration["webhooks"][0]["clientConfig"]["caBundle"] == "b2xk"  # the input is not changed
+    assert inject_ca_bundle(updated, "bmV3") is None
+    assert inject_ca_bundle(_config(), "bmV3") is None  # no entries: nothing to write
+
+
+@pytest.mark.parametrize(
+    ("configuration", "message"),
+    [
+        ({"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "v"}, "webhooks": {}},
+         "ValidatingWebhookConfiguration v: webhooks must be a list"),
+        (_config("text"), "MutatingWebhookConfiguration x: webhooks[0] is not an object"),
+        (_config({"name": "a.b.c", "clientConfig": []}), "webhooks[0].clientConfig is not an object"),
+    ],
+)  # fmt: skip
+def test_injection_refuses_malformed_configurations(configuration: dict[str, Any], message: str) -> None:
+    with pytest.raises(InjectionError) as error:
+        inject_ca_bundle(configuration, "bmV3")
+    assert message in str(error.value)
 
 
 # ------------------------------------------------------------------------------------------------ settings
