@@ -458,6 +458,7 @@ class OptimizerReconciler:
             "unallocatedServers": unallocated,
         }
         stored = await self._write_status(optimizer, status, precondition=True)
+        await self.recorder.emit(optimizer, type="Normal", reason=EVENT_OPTIMIZED, message=message)
         # Last: once optimize is false nothing re-runs, so everything above must already be in place.
         stored = await self.client.patch(
             OPTIMIZER,
@@ -470,7 +471,6 @@ class OptimizerReconciler:
         self.metrics.optimizations.labels("success").inc()
         self.metrics.duration.observe(duration)
         logger.info("inferno %s: %s in %.3fs", key, message, duration)
-        await self.recorder.emit(optimizer, type="Normal", reason=EVENT_OPTIMIZED, message=message)
 
     async def _mirror(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
         """Stateful mode with no run pending: keep the optimizer's system equal to the namespace's."""

@@ -268,13 +268,12 @@ async def test_optimize_flag_round_trip_writes_desired_alloc_status_and_event(
         "message": "1 servers allocated, 0 unallocated, total cost 46 cents/h (embedded greedy)",
         "observedGeneration": 2,
     }
+    await inferno.idle()
     events = cluster.events("Optimized")
     assert [(e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events] == [
         ("Normal", "Optimizer", "inferno")
     ]
     assert events[0]["message"] == condition["message"]
-
-    await inferno.idle()
     # One desiredAlloc patch, the status, then the reset, and the event: nothing else.
     assert inferno.write_summary() == [
         ("create", "events", ""),
