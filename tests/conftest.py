@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+# The fake Kubernetes API server's fixtures (fake_apiserver, kube_config, ...) for every test package.
+pytest_plugins = ["tests.fakeapi.fixtures"]
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 
