@@ -1,0 +1,171 @@
+"""The path a user walks: apply an example, see the defaults, watch it become Initialized, let Kthena report
+its ModelServings Available and watch it become Active, delete it and see the children collected.
+
+Expected values are written from DECISIONS.md §3 (defaults), §5 (children, owner references) and §6
+(conditions, backendStatuses), not taken from the code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import Cluster
+from tests.e2e.user import (
+    CHILD_KINDS,
+    MODEL_SERVERS,
+    MODEL_SERVINGS,
+    children_names,
+    condition,
+    create_booster,
+    delete_booster,
+    get_object,
+    load_example,
+    mark_serving,
+    wait_condition,
+    wait_gone,
+    watch_booster,
+)
+
+Obj = dict[str, Any]
+
+# (example, JSON paths in the stored object -> the value the mutating webhook must have put or kept there).
+# None: the field must be absent.
+DEFAULTS: dict[str, dict[tuple[str | int, ...], Any]] = {
+    "single-vllm-cpu.yaml": {
+        ("backends", 0, "routeWeight"): 100,  # absent in the file
+        ("backends", 0, "workers", 0, "type"): "server",
+        ("backends", 0, "scaleToZeroGracePeriod"): None,  # only defaulted under model-level autoscaling
+        ("costExpansionRatePercent",): None,
+    },
+    "two-backends-model-autoscaling-lora.yaml": {
+        ("backends", 0, "routeWeight"): 70,  # explicit values are kept
+        ("backends", 1, "routeWeight"): 30,
+        ("backends", 0, "scaleToZeroGracePeriod"): "5m",
+        ("backends", 1, "scaleToZeroGracePeriod"): "30s",  # model-level autoscaling: defaulted
+        ("costExpansionRatePercent",): 150,
+        ("autoscalingPolicy", "tolerancePercent"): 10,
+        ("backends", 1, "workers", 0, "replicas"): 1,
+        ("backends", 1, "workers", 0, "pods"): 1,
+    },
+    "backend-autoscaling.yaml": {
+        ("backends", 0, "routeWeight"): 100,
+        ("backends", 0, "autoscalingPolicy", "tolerancePercent"): 20,
+        ("backends", 0, "scaleToZeroGracePeriod"): None,
+    },
+    "pd-disaggregation-nixl.yaml": {
+        ("backends", 0, "routeWeight"): 100,
+        ("backends", 0, "workers", 0, "replicas"): 2,
+        ("backends", 0, "workers", 1, "type"): "decode",
+    },
+}
+
+
+def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
+    for step in path:
+        if isinstance(step, int):
+            obj = obj[step] if isinstance(obj, list) and step < len(obj) else None
+        else:
+            obj = obj.get(step) if isinstance(obj, dict) else None
+    return obj
+
+
+def test_every_valid_example_is_covered() -> None:
+    from tests.e2e.user import EXAMPLES
+
+    assert sorted(path.name for path in EXAMPLES.glob("*.yaml")) == sorted(DEFAULTS)
+
+
+@pytest.mark.parametrize("example", sorted(DEFAULTS))
+def test_apply_initialized_active_delete(cluster: Cluster, example: str) -> None:
+    document = load_example(example)
+    namespace, name = document["metadata"]["namespace"], document["metadata"]["name"]
+
+    created = create_booster(cluster, document)
+    for path, expected in DEFAULTS[example].items():
+        assert _at(created["spec"], path) == expected, f"spec.{'.'.join(map(str, path))}"
+
+    initialized = wait_condition(cluster, namespace, name, "Initialized", "True")
+    uid = initialized["metadata"]["uid"]
+    wanted = children_names(document)
+    for kind, names in wanted.items():
+        for child_name in names:
+            child = get_object(cluster, kind, namespace, child_name)
+            assert child is not None, f"{kind[1]} {child_name} missing after Initialized"
+            refs = child["metadata"]["ownerReferences"]
+            assert len(refs) == 1
+            assert (refs[0]["kind"], refs[0]["name"], refs[0]["uid"]) == ("ModelBooster", name, uid)
+            assert (refs[0]["controller"], refs[0]["blockOwnerDeletion"]) == (True, True)
+
+    # No ModelServing reports Available yet: Active is False and names every backend.
+    active = condition(wait_condition(cluster, namespace, name, "Active", "False"), "Active")
+    assert active is not None
+    backends = [backend["name"] for backend in document["spec"]["backends"]]
+    for backend in backends:
+        assert backend in active["message"]
+
+    # Kthena's ModelServing controller reports the pods up, one backend at a time.
+    for index, backend in enumerate(backends):
+        mark_serving(cluster, namespace, f"{name}-{backend}", available=True, replicas=index + 2)
+    done = wait_condition(cluster, namespace, name, "Active", "True")
+    assert condition(done, "Failed") is None or condition(done, "Failed")["status"] == "False"  # type: ignore[index]
+    statuses = {entry["name"]: entry["replicas"] for entry in done["status"]["backendStatuses"]}
+    assert statuses == {backend: index + 2 for index, backend in enumerate(backends)}
+
+    delete_booster(cluster, namespace, name)
+    for kind, names in wanted.items():
+        for child_name in names:
+            wait_gone(cluster, kind, namespace, child_name)
+
+
+def test_active_names_only_the_backends_not_yet_available(cluster: Cluster) -> None:
+    document = load_example("two-backends-model-autoscaling-lora.yaml")
+    document["metadata"].update(name="partial", namespace="e2e")
+    create_booster(cluster, document)
+    wait_condition(cluster, "e2e", "partial", "Initialized", "True")
+    mark_serving(cluster, "e2e", "partial-a100", available=True, replicas=1)
+
+    def only_l4_missing(obj: Obj) -> bool:
+        active = condition(obj, "Active")
+        return active is not None and active["status"] == "False" and "a100" not in active["message"]
+
+    waiting = watch_booster(cluster, "e2e", "partial", only_l4_missing)
+    assert "l4" in condition(waiting, "Active")["message"]  # type: ignore[index]
+
+    # A ModelServing that stops being Available takes Active back to False.
+    mark_serving(cluster, "e2e", "partial-l4", available=True, replicas=1)
+    wait_condition(cluster, "e2e", "partial", "Active", "True")
+    mark_serving(cluster, "e2e", "partial-a100", available=False, replicas=0)
+    wait_condition(cluster, "e2e", "partial", "Active", "False")
+    delete_booster(cluster, "e2e", "partial")
+    wait_gone(cluster, MODEL_SERVINGS, "e2e", "partial-a100")
+
+
+def test_children_are_restored_when_deleted_by_hand(cluster: Cluster) -> None:
+    document = load_example("single-vllm-cpu.yaml")
+    document["metadata"].update(name="restored", namespace="e2e")
+    create_booster(cluster, document)
+    wait_condition(cluster, "e2e", "restored", "Initialized", "True")
+    from tests.e2e.user import custom
+
+    first = get_object(cluster, MODEL_SERVERS, "e2e", "restored-cpu")
+    assert first is not None
+    custom(cluster).delete_namespaced_custom_object(MODEL_SERVERS[0], "v1alpha1", "e2e", MODEL_SERVERS[1],
+                                                    "restored-cpu")  # fmt: skip
+
+    from tests.e2e.harness import wait_for
+
+    back = wait_for(
+        lambda: (
+            (obj := get_object(cluster, MODEL_SERVERS, "e2e", "restored-cpu"))
+            and obj["metadata"]["uid"] != first["metadata"]["uid"]
+            and obj
+        ),
+        what="the deleted ModelServer to be recreated",
+    )
+    assert back["spec"] == first["spec"]
+    delete_booster(cluster, "e2e", "restored")
+    for kind in CHILD_KINDS:
+        for child in children_names(document)[kind]:
+            wait_gone(cluster, kind, "e2e", child)
