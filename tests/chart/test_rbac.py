@@ -40,10 +40,11 @@ def _workload_grants(namespace: str | None) -> set[Grant]:
     grants |= {Grant("", "events", verb, namespace) for verb in ("create", "patch")}
     grants |= {Grant("", "pods", verb, namespace) for verb in ("list", "watch")}
     for resource in ("accelerators", "models", "serviceclasses", "capacities"):
-        grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("get", "list", "watch")}
+        grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("list", "watch")}
     for resource in ("servers", "optimizers"):
-        grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("get", "list", "watch", "patch", "update")}
-    grants |= {Grant(INFERNO, "optimizers/status", verb, namespace) for verb in ("patch", "update")}
+        grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("list", "watch", "patch")}
+    for resource in ("optimizers", "accelerators", "models", "serviceclasses", "servers", "capacities"):
+        grants.add(Grant(INFERNO, f"{resource}/status", "patch", namespace))
     return grants
 
 
@@ -57,7 +58,7 @@ def _release_namespace_grants(*, self_signed: bool) -> set[Grant]:
     if self_signed:
         secrets = frozenset({f"{P}-webhook-tls", f"{P}-webhook-ca"})
         grants.add(Grant("", "secrets", "create", NAMESPACE))
-        grants |= {Grant("", "secrets", verb, NAMESPACE, secrets) for verb in ("get", "update", "patch")}
+        grants |= {Grant("", "secrets", verb, NAMESPACE, secrets) for verb in ("get", "list", "watch", "update")}
     return grants
 
 
@@ -66,7 +67,7 @@ def _ca_injection_grants() -> set[Grant]:
     for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         grants |= {Grant("admissionregistration.k8s.io", resource, verb, None) for verb in ("get", "list", "watch")}
         grants |= {
-            Grant("admissionregistration.k8s.io", resource, verb, None, frozenset({P})) for verb in ("patch", "update")
+            Grant("admissionregistration.k8s.io", resource, "update", None, frozenset({P}))
         }
     return grants
 

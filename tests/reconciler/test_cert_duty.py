@@ -777,11 +777,6 @@ async def test_duty_off_registers_nothing(fake: FakeApiServer) -> None:
         await client.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="chart RBAC grants Secrets get/update/patch by name but not list/watch by name, which the duty's "
-    "informers need (charts/modelbooster/templates/reconciler-rbac.yaml); remove this mark with that fix",
-)
 async def test_every_request_is_allowed_by_the_chart_rbac(
     fake: FakeApiServer, api: KubeClient, chart: Rendered, start_duty: Callable[..., Awaitable[RunningDuty]]
 ) -> None:

@@ -183,11 +183,13 @@ patched when they repeat.
   verbs: ["list", "watch"]
 - apiGroups: ["inferno.platform.ai"]
   resources: ["accelerators", "models", "serviceclasses", "capacities"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
+# The Inferno controller writes desiredAlloc on Servers and resets Optimizer.spec.optimize (both patches).
 - apiGroups: ["inferno.platform.ai"]
   resources: ["servers", "optimizers"]
-  verbs: ["get", "list", "watch", "patch", "update"]
+  verbs: ["list", "watch", "patch"]
+# Optimizer status; in stateful remote mode also `status.active` on every object mirrored to the optimizer.
 - apiGroups: ["inferno.platform.ai"]
-  resources: ["optimizers/status"]
-  verbs: ["patch", "update"]
+  resources: ["optimizers/status", "accelerators/status", "models/status", "serviceclasses/status", "servers/status", "capacities/status"]
+  verbs: ["patch"]
 {{- end -}}
