@@ -131,7 +131,7 @@ def watch_booster(
 def wait_condition(cluster: Cluster, namespace: str, name: str, kind: str, status: str, **kwargs: Any) -> Obj:
     def holds(obj: Obj) -> bool:
         found = condition(obj, kind)
-        current = obj["status"].get("observedGeneration") == obj["metadata"].get("generation")
+        current = (obj.get("status") or {}).get("observedGeneration") == obj["metadata"].get("generation")
         return found is not None and found.get("status") == status and current
 
     return watch_booster(cluster, namespace, name, holds, **kwargs)
