@@ -29,7 +29,7 @@ from webhook.admission import (
     review_response,
     validate,
 )
-from webhook.metrics import WebhookMetrics
+from webhook.metrics import PathMetrics, WebhookMetrics
 from webhook.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -108,32 +108,35 @@ async def _read_review(request: web.Request, *, limit: int) -> object | web.Resp
     return parsed
 
 
-def _admission_handler(*, path: str, decide: Decide) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def _admission_handler(
+    *, metrics: PathMetrics, decide: Decide
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    path = metrics.path
+
     async def handle(request: web.Request) -> web.StreamResponse:
         state = request.app[STATE]
-        metrics = state.metrics
-        metrics.in_flight.labels(webhook=path).inc()
+        metrics.in_flight.inc()
         state.request_started()
         started = time.perf_counter()
         try:
-            response = await _serve(request, state=state, path=path, decide=decide)
+            response = await _serve(request, state=state, metrics=metrics, decide=decide)
         except Exception:
             log.exception("unexpected failure serving %s", path)
             response = _plain(500, "internal error; see the webhook's logs")
         finally:
-            metrics.in_flight.labels(webhook=path).dec()
+            metrics.in_flight.dec()
             state.request_finished()
         if state.shutting_down:
             # Tell the client to take its next request elsewhere rather than reuse this connection.
             response.force_close()
-        metrics.latency.labels(webhook=path).observe(time.perf_counter() - started)
-        metrics.requests.labels(webhook=path, code=str(response.status)).inc()
+        metrics.request_done(status=response.status, seconds=time.perf_counter() - started)
         return response
 
     return handle
 
 
-async def _serve(request: web.Request, *, state: WebhookState, path: str, decide: Decide) -> web.Response:
+async def _serve(request: web.Request, *, state: WebhookState, metrics: PathMetrics, decide: Decide) -> web.Response:
+    path = metrics.path
     parsed = await _read_review(request, limit=state.settings.max_request_bytes)
     if isinstance(parsed, web.Response):
         log.info("bad admission request: %s", parsed.text, extra={"context": {"webhook": path, "code": parsed.status}})
@@ -145,13 +148,15 @@ async def _serve(request: web.Request, *, state: WebhookState, path: str, decide
         return _plain(400, str(error))
     answer = decide(admission)
     operation = admission["operation"]
-    state.metrics.record_decision(webhook=path, operation=operation, allowed=answer["allowed"])
+    metrics.decision(operation=operation, allowed=answer["allowed"])
     _log_decision(path=path, request=admission, response=answer)
     body = json.dumps(review_response(api_version=api_version, response=answer), separators=(",", ":"))
     return web.Response(text=body, content_type=JSON_TYPE)
 
 
 def _log_decision(*, path: str, request: AdmissionRequest, response: AdmissionResponse) -> None:
+    if response["allowed"] and not log.isEnabledFor(logging.DEBUG):
+        return  # the common case: nothing to log, so build nothing
     namespace, name = object_identity(request)
     context = {
         "webhook": path,
@@ -182,7 +187,6 @@ async def _readyz(request: web.Request) -> web.Response:
 def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> web.Application:
     """The HTTPS admission application; its state (metrics, certificate reloader) is under `STATE`."""
     metrics = metrics or WebhookMetrics()
-    metrics.prepare((MUTATE_PATH, VALIDATE_PATH))
     reloader = CertificateReloader(
         cert_file=settings.tls_cert_file,
         key_file=settings.tls_private_key_file,
@@ -193,8 +197,10 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
     # aiohttp enforces the size limit while reading, so an oversized chunked body is never buffered whole.
     app = web.Application(client_max_size=settings.max_request_bytes)
     app[STATE] = state
-    app.router.add_route("*", MUTATE_PATH, _admission_handler(path=MUTATE_PATH, decide=mutate))
-    app.router.add_route("*", VALIDATE_PATH, _admission_handler(path=VALIDATE_PATH, decide=validate))
+    app.router.add_route("*", MUTATE_PATH, _admission_handler(metrics=metrics.for_path(MUTATE_PATH), decide=mutate))
+    app.router.add_route(
+        "*", VALIDATE_PATH, _admission_handler(metrics=metrics.for_path(VALIDATE_PATH), decide=validate)
+    )
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
 

@@ -68,21 +68,45 @@ class WebhookMetrics:
             registry=self.registry,
         )
 
-    def prepare(self, webhooks: tuple[str, ...]) -> None:
-        """Create the per-path series up front, so a scrape shows zeros rather than nothing."""
-        for path in webhooks:
-            self.in_flight.labels(webhook=path)
-            self.latency.labels(webhook=path)
+    def for_path(self, path: str) -> PathMetrics:
+        """The series of one webhook path, created now so a scrape shows zeros rather than nothing."""
         for result in (ReloadOutcome.LOADED, ReloadOutcome.FAILED):
             self.cert_reloads.labels(result=result.value)
-
-    def record_decision(self, *, webhook: str, operation: str, allowed: bool) -> None:
-        self.decisions.labels(webhook=webhook, operation=operation, allowed="true" if allowed else "false").inc()
+        return PathMetrics(self, path)
 
     def record_reload(self, result: ReloadResult) -> None:
         if result.outcome is not ReloadOutcome.UNCHANGED:
             self.cert_reloads.labels(result=result.outcome.value).inc()
         self.cert_not_after.set(_timestamp(result.not_after))
+
+
+class PathMetrics:
+    """One path's series, bound once: a `labels()` lookup costs more than the update it precedes."""
+
+    def __init__(self, metrics: WebhookMetrics, path: str) -> None:
+        self.path = path
+        self.in_flight = metrics.in_flight.labels(webhook=path)
+        self.latency = metrics.latency.labels(webhook=path)
+        self._requests = metrics.requests
+        self._decisions = metrics.decisions
+        self._by_code: dict[int, Counter] = {}
+        self._by_decision: dict[tuple[str, bool], Counter] = {}
+
+    def request_done(self, *, status: int, seconds: float) -> None:
+        self.latency.observe(seconds)
+        counter = self._by_code.get(status)
+        if counter is None:
+            counter = self._by_code[status] = self._requests.labels(webhook=self.path, code=str(status))
+        counter.inc()
+
+    def decision(self, *, operation: str, allowed: bool) -> None:
+        counter = self._by_decision.get((operation, allowed))
+        if counter is None:
+            counter = self._decisions.labels(
+                webhook=self.path, operation=operation, allowed="true" if allowed else "false"
+            )
+            self._by_decision[(operation, allowed)] = counter
+        counter.inc()
 
 
 def _timestamp(moment: datetime | None) -> float:

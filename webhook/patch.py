@@ -4,7 +4,7 @@
 from one process to the next. The same request must give the same patch from every replica, so the ops
 are put in path order. Defaulting only adds and replaces values, and the diff never emits an op inside a
 subtree it adds or replaces whole, so any order of such ops gives the same result; for other ops (which
-defaulting does not produce) the sorted patch is used only if applying it gives the same object.
+defaulting does not produce) a patch is used only once applying it has been checked to give the target.
 """
 
 from __future__ import annotations
@@ -20,18 +20,53 @@ import jsonpatch
 def _path_key(op: Mapping[str, Any]) -> tuple[tuple[int, int, str], ...]:
     # Numeric tokens compare as numbers, so list appends stay in ascending index order.
     tokens = str(op["path"]).split("/")[1:]
-    return tuple((0, int(token), "") if token.isdigit() else (1, 0, token) for token in tokens)
+    # isdigit() alone also accepts characters such as '²' that int() refuses; object keys can be anything.
+    return tuple((0, int(token), "") if token.isascii() and token.isdigit() else (1, 0, token) for token in tokens)
+
+
+def _same(a: Any, b: Any) -> bool:
+    # `==` is fast but calls 1 and True (and 1 and 1.0) equal; JSON text tells them apart.
+    return bool(a == b) and json.dumps(a) == json.dumps(b)
+
+
+def _hollow(source: Any, target: Any) -> tuple[Any, Any]:
+    """Both values with their identical parts taken out, every remaining part at its original path.
+
+    jsonpatch compares leaves by serialising them one at a time, which makes diffing a large object
+    that defaulting barely touched (managedFields, env, resources...) the slowest step of a mutation.
+    Identical dict entries are dropped from both sides and identical list items replaced by the same
+    placeholder on both sides (indices must not shift), so jsonpatch only walks what differs.
+    """
+    if isinstance(source, dict) and isinstance(target, dict):
+        hollow_source: dict[str, Any] = {}
+        hollow_target: dict[str, Any] = {}
+        for key, value in source.items():
+            if key not in target:
+                hollow_source[key] = value
+            elif not _same(value, target[key]):
+                hollow_source[key], hollow_target[key] = _hollow(value, target[key])
+        for key, value in target.items():
+            if key not in source:
+                hollow_target[key] = value
+        return hollow_source, hollow_target
+    if isinstance(source, list) and isinstance(target, list) and len(source) == len(target):
+        pairs = [(None, None) if _same(a, b) else _hollow(a, b) for a, b in zip(source, target, strict=True)]
+        return [a for a, _ in pairs], [b for _, b in pairs]
+    return source, target
 
 
 def make_patch(source: Mapping[str, Any], target: Mapping[str, Any]) -> list[dict[str, Any]]:
     """RFC 6902 ops turning `source` into `target`, in a deterministic order; `[]` when they are equal."""
-    ops: list[dict[str, Any]] = jsonpatch.make_patch(source, target).patch
+    hollow_source, hollow_target = _hollow(dict(source), dict(target))
+    ops: list[dict[str, Any]] = jsonpatch.make_patch(hollow_source, hollow_target).patch
     ordered = sorted(ops, key=_path_key)
     if all(op["op"] in ("add", "replace") for op in ops):
         return ordered
-    if jsonpatch.apply_patch(source, ordered) == target:
-        return ordered
-    return ops
+    for candidate in (ordered, ops):
+        if _same(jsonpatch.apply_patch(source, candidate), target):
+            return candidate
+    full: list[dict[str, Any]] = jsonpatch.make_patch(source, target).patch
+    return full
 
 
 def encode_patch(ops: list[dict[str, Any]]) -> str:

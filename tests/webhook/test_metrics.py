@@ -104,7 +104,7 @@ def _python_info_labels(samples: dict[tuple[str, frozenset[tuple[str, str]]], fl
 
 def test_each_app_has_its_own_registry() -> None:
     first, second = WebhookMetrics(), WebhookMetrics()
-    first.record_decision(webhook=VALIDATE_PATH, operation="CREATE", allowed=True)
+    first.for_path(VALIDATE_PATH).decision(operation="CREATE", allowed=True)
     labels = {"webhook": VALIDATE_PATH, "operation": "CREATE", "allowed": "true"}
     assert first.registry.get_sample_value("modelbooster_admission_decisions_total", labels) == 1
     assert second.registry.get_sample_value("modelbooster_admission_decisions_total", labels) is None
