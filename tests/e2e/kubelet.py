@@ -16,7 +16,8 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,7 @@ class SecretVolume:
         self._data: dict[str, bytes] | None = None
         self._generation = 0
         self._stop = threading.Event()
+        self._held = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self.syncs = 0  # projections written (1 = the first one)
@@ -157,6 +159,8 @@ class SecretVolume:
     def start(self) -> None:
         def loop() -> None:
             while not self._stop.wait(self._period):
+                if self._held.is_set():
+                    continue
                 try:
                     self.sync()
                 except BaseException as error:  # reported by check(); a dead sync loop must not hide
@@ -165,6 +169,16 @@ class SecretVolume:
 
         self._thread = threading.Thread(target=loop, name=f"kubelet-{self.directory.name}", daemon=True)
         self._thread.start()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """No sync while inside: a real kubelet takes up to a minute or two to project a changed Secret, and
+        everything the Secret's writer does must keep admission working during that lag."""
+        self._held.set()
+        try:
+            yield
+        finally:
+            self._held.clear()
 
     def check(self) -> None:
         if self._error is not None:
