@@ -126,9 +126,19 @@ class Controller:
                     self.queue.add(key)
 
         informer.add_handler(handler)
-        self._sources.append(informer)
+        if informer not in self._sources:
+            self._sources.append(informer)
         if primary:
             self._primary = informer
+
+    def depends_on(self, informer: Informer) -> None:
+        """An informer the reconcile reads without reacting to its events (e.g. settings): the workers start only
+        once it has synced, like the watched ones."""
+        if informer not in self._sources:
+            self._sources.append(informer)
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(informer.wait_synced() for informer in self._sources))
 
     def enqueue(self, key: ObjectKey) -> None:
         self.queue.add(key)
@@ -146,7 +156,9 @@ class Controller:
 
     # ---------------------------------------------------------------- running
     async def run_workers(self) -> None:
-        """Run the workers until cancelled (leadership lost or shutdown)."""
+        """Run the workers until cancelled (leadership lost or shutdown), once this controller's caches have
+        synced: a controller whose kinds are not installed (say, an optional CRD) holds up no other controller."""
+        await self.wait_synced()
         self.enqueue_all()
         tasks = [asyncio.create_task(self._worker(i), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
         try:

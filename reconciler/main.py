@@ -22,12 +22,9 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aiohttp import web
-
 from reconciler.certduty import register_cert_duty
 from reconciler.certduty_settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
 from reconciler.client import KubeClient
-from reconciler.health import make_app
 from reconciler.inferno.controller import (
     InfernoSettings,
     InfernoSettingsError,
@@ -37,8 +34,7 @@ from reconciler.inferno.controller import (
 )
 from reconciler.leader import LeaseTimings
 from reconciler.logs import configure
-from reconciler.metrics import Metrics
-from reconciler.process import build
+from reconciler.process import ReconcilerProcess, serve
 from reconciler.settings import ReconcilerSettings, SettingsError, detect_identity, detect_namespace
 from reconciler.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE
 
@@ -238,30 +234,15 @@ class _Duties:
 
 
 async def _serve(settings: ReconcilerSettings, duties: _Duties, *, stop: asyncio.Event) -> None:
-    """reconciler.process.serve plus the certificate duty and the Inferno controller on the same manager."""
-    metrics = Metrics()
-    client = await KubeClient.connect(
-        kubeconfig=settings.kubeconfig,
-        qps=settings.qps,
-        burst=settings.burst,
-        user_agent=f"modelbooster-reconciler ({settings.identity})",
-        metrics=metrics,
-    )
-    runner: web.AppRunner | None = None
-    try:
-        process = build(settings, client, metrics)
+    """The ModelBooster controller plus the certificate duty and the Inferno controller on the same manager."""
+
+    def cert_duty(process: ReconcilerProcess, client: KubeClient) -> None:
         register_cert_duty(process.manager, client, duties.cert, field_manager=settings.field_manager)
+
+    def inferno(process: ReconcilerProcess, client: KubeClient) -> None:
         register_inferno(process.manager, client, duties.inferno)
-        if settings.metrics_port:
-            runner = web.AppRunner(make_app(process.manager), handle_signals=False, access_log=None)
-            await runner.setup()
-            await web.TCPSite(runner, settings.metrics_host, settings.metrics_port).start()
-            logger.info("serving /metrics, /healthz, /readyz on port %d", settings.metrics_port)
-        await process.manager.run(stop)
-    finally:
-        if runner is not None:
-            await runner.cleanup()
-        await client.close()
+
+    await serve(settings, stop=stop, duties=(cert_duty, inferno))
 
 
 async def _serve_until_signalled(settings: ReconcilerSettings, duties: _Duties) -> None:

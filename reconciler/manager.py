@@ -3,14 +3,16 @@
 Lifecycle of `run(stop)`:
 1. start every informer (list+watch) — on every replica, leader or not, so a new leader starts warm;
 2. serve `/healthz`, `/readyz` (all caches synced) and `/metrics`;
-3. campaign for the Lease (or lead at once with leader election off); while leading, after the caches have
-   synced, run every controller's workers and resync loop and every registered leader task;
+3. campaign for the Lease (or lead at once with leader election off); while leading, run each controller's
+   workers and resync loop once that controller's own caches have synced (a controller whose CRD is missing
+   holds up no other), and each registered leader task once the informers it needs have synced;
 4. on `stop`: stop handing out work, let in-flight reconciles finish (bounded by `shutdown_timeout`), stop
    leading (which releases the Lease), stop the informers and close the client.
 
-Other duties that only the leader may perform register with `add_leader_task(name, factory)`: `factory()` is
-called each time leadership starts, its task is cancelled when leadership ends, and it is restarted (after a
-short backoff) if it crashes. Example: the webhook certificate duty (Secret + caBundle + rotation).
+Other duties that only the leader may perform register with `add_leader_task(name, factory, needs=...)`:
+`factory()` is called each time leadership starts (after the informers in `needs`, by default all of them, have
+synced), its task is cancelled when leadership ends, and it is restarted (after a short backoff) if it crashes.
+Example: the webhook certificate duty (Secret + caBundle + rotation). `add_cleanup(coro_factory)` runs after stop.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class Manager:
         self.metrics = metrics
         self._informers: dict[tuple[Kind, tuple[str, ...], str | None, str | None], Informer] = {}
         self._controllers: list[Controller] = []
-        self._leader_tasks: list[tuple[str, LeaderTaskFactory]] = []
+        self._leader_tasks: list[tuple[str, LeaderTaskFactory, tuple[Informer, ...] | None]] = []
         self._informer_tasks: list[asyncio.Task[None]] = []
         self._campaign: asyncio.Task[None] | None = None
         self._cleanups: list[Callable[[], Coroutine[Any, Any, None]]] = []
@@ -109,9 +111,12 @@ class Manager:
         """Run `cleanup()` once the manager has stopped (close sessions and the like)."""
         self._cleanups.append(cleanup)
 
-    def add_leader_task(self, name: str, factory: LeaderTaskFactory) -> None:
-        """Run `factory()` while this process leads (see module docstring)."""
-        self._leader_tasks.append((name, factory))
+    def add_leader_task(
+        self, name: str, factory: LeaderTaskFactory, *, needs: Sequence[Informer] | None = None
+    ) -> None:
+        """Run `factory()` while this process leads (see module docstring), once the informers it `needs` have
+        synced (default: every informer of the manager)."""
+        self._leader_tasks.append((name, factory, None if needs is None else tuple(needs)))
 
     @property
     def informers(self) -> list[Informer]:
@@ -166,16 +171,15 @@ class Manager:
             self.metrics.leader_status.labels(name=self.options.lease_name).set(0)
 
     async def _lead(self) -> None:
-        await self.wait_synced()
-        logger.info("caches synced; starting %d controller(s)", len(self._controllers))
+        logger.info("leading: starting %d controller(s) as their caches sync", len(self._controllers))
         tasks = []
         for controller in self._controllers:
             tasks.append(asyncio.create_task(controller.run_workers(), name=f"{controller.name}-workers"))
             tasks.append(
                 asyncio.create_task(controller.run_resync(self.options.resync_period), name=f"{controller.name}-resync")
             )
-        for name, factory in self._leader_tasks:
-            tasks.append(asyncio.create_task(self._supervise(name, factory), name=name))
+        for name, factory, needs in self._leader_tasks:
+            tasks.append(asyncio.create_task(self._supervise(name, factory, needs), name=name))
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -183,7 +187,9 @@ class Manager:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _supervise(self, name: str, factory: LeaderTaskFactory) -> None:
+    async def _supervise(self, name: str, factory: LeaderTaskFactory, needs: tuple[Informer, ...] | None) -> None:
+        informers = self.informers if needs is None else needs
+        await asyncio.gather(*(informer.wait_synced() for informer in informers))
         while True:
             try:
                 await factory()

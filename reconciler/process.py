@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,9 +92,21 @@ def _watch_settings_config_map(
             controller.enqueue_all()
 
     informer.add_handler(on_change)
+    controller.depends_on(informer)  # never render children with the start-up images when the map says otherwise
 
 
-async def serve(settings: ReconcilerSettings, *, stop: asyncio.Event, client: KubeClient | None = None) -> None:
+# Registers another duty (a controller, a leader task) on the assembled process before it starts.
+Duty = Callable[[ReconcilerProcess, KubeClient], None]
+
+
+async def serve(
+    settings: ReconcilerSettings,
+    *,
+    stop: asyncio.Event,
+    client: KubeClient | None = None,
+    duties: Sequence[Duty] = (),
+) -> None:
+    """Connect, assemble, register `duties`, serve the probes and metrics, and run until `stop` is set."""
     metrics = Metrics()
     if client is None:
         client = await KubeClient.connect(
@@ -103,9 +116,11 @@ async def serve(settings: ReconcilerSettings, *, stop: asyncio.Event, client: Ku
             user_agent=f"modelbooster-reconciler ({settings.identity})",
             metrics=metrics,
         )
-    process = build(settings, client, metrics)
     runner: web.AppRunner | None = None
     try:
+        process = build(settings, client, metrics)
+        for duty in duties:
+            duty(process, client)
         if settings.metrics_port:
             runner = web.AppRunner(make_app(process.manager), handle_signals=False, access_log=None)
             await runner.setup()
