@@ -114,6 +114,7 @@ class Cluster:
     tls_volume: SecretVolume
     user: Any  # kubernetes.client.ApiClient of the test user (kubectl)
     _stack: ExitStack = field(repr=False, default_factory=ExitStack)
+    exit_codes: dict[str, int | None] = field(default_factory=dict)  # filled by stop()
 
     # ---- reading the cluster -------------------------------------------------------------------------
 
@@ -146,11 +147,12 @@ class Cluster:
 
     # ---- teardown -----------------------------------------------------------------------------------------
 
-    def stop(self) -> dict[str, int | None]:
-        """Stop both processes (SIGTERM first), the kubelet step and the fake; return the exit codes."""
-        codes = {"webhook": self.webhook.stop(), "reconciler": self.reconciler.stop()}
+    def stop(self) -> None:
+        """Stop both processes (SIGTERM first), the kubelet step and the fake; keep the exit codes."""
+        if self.exit_codes:
+            return
+        self.exit_codes = {"webhook": self.webhook.stop(), "reconciler": self.reconciler.stop()}
         self._stack.close()
-        return codes
 
 
 def identity_of(entry: LoggedRequest) -> str:
