@@ -267,7 +267,6 @@ def reconciler_args(rendered: Rendered, *, kubeconfig: Path, metrics_port: int) 
             "--renew-deadline": "2",
             "--retry-period": "0.2",
             "--shutdown-timeout": "3",
-            "--event-loop": "asyncio",
         },
     )
 
@@ -287,7 +286,6 @@ def webhook_args(rendered: Rendered, *, mounts: Mapping[str, Path], https_port: 
             "--shutdown-delay": "0",
             "--shutdown-timeout": "3",
             "--cert-check-interval": "0.1",
-            "--event-loop": "asyncio",
         },
     )
 
