@@ -11,14 +11,17 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Cluster
+from tests.chart.render import NAMESPACE, RELEASE, render
+from tests.e2e.harness import FULLNAME, Cluster, raw_request, wait_for
 from tests.e2e.user import (
     CHILD_KINDS,
+    EXAMPLES,
     MODEL_SERVERS,
     MODEL_SERVINGS,
     children_names,
     condition,
     create_booster,
+    custom,
     delete_booster,
     get_object,
     load_example,
@@ -72,8 +75,6 @@ def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
 
 
 def test_every_valid_example_is_covered() -> None:
-    from tests.e2e.user import EXAMPLES
-
     assert sorted(path.name for path in EXAMPLES.glob("*.yaml")) == sorted(DEFAULTS)
 
 
@@ -147,14 +148,10 @@ def test_children_are_restored_when_deleted_by_hand(cluster: Cluster) -> None:
     document["metadata"].update(name="restored", namespace="e2e")
     create_booster(cluster, document)
     wait_condition(cluster, "e2e", "restored", "Initialized", "True")
-    from tests.e2e.user import custom
-
     first = get_object(cluster, MODEL_SERVERS, "e2e", "restored-cpu")
     assert first is not None
     custom(cluster).delete_namespaced_custom_object(MODEL_SERVERS[0], "v1alpha1", "e2e", MODEL_SERVERS[1],
                                                     "restored-cpu")  # fmt: skip
-
-    from tests.e2e.harness import wait_for
 
     back = wait_for(
         lambda: (
@@ -169,3 +166,43 @@ def test_children_are_restored_when_deleted_by_hand(cluster: Cluster) -> None:
     for kind in CHILD_KINDS:
         for child in children_names(document)[kind]:
             wait_gone(cluster, kind, "e2e", child)
+
+
+def _images(obj: Any) -> set[str]:
+    if isinstance(obj, dict):
+        found = {obj["image"]} if isinstance(obj.get("image"), str) else set()
+        return found.union(*(_images(value) for value in obj.values()))
+    if isinstance(obj, list):
+        return set().union(*(_images(value) for value in obj))
+    return set()
+
+
+def test_helm_upgrade_of_the_runtime_image_rerenders_children_without_restart(cluster: Cluster) -> None:
+    document = load_example("single-vllm-cpu.yaml")
+    document["metadata"].update(name="upgraded", namespace="e2e")
+    create_booster(cluster, document)
+    wait_condition(cluster, "e2e", "upgraded", "Initialized", "True")
+    before = get_object(cluster, MODEL_SERVINGS, "e2e", "upgraded-cpu")
+    assert before is not None
+    assert "ghcr.io/volcano-sh/runtime:latest" in _images(before["spec"])  # the chart's default
+
+    # `helm upgrade --set engine.runtimeImage=...` rewrites the settings ConfigMap; the reconciler watches it.
+    upgraded = render({"engine": {"runtimeImage": "registry.example/runtime:v2"}}, release=RELEASE, namespace=NAMESPACE)
+    config_map = upgraded.one("ConfigMap", f"{FULLNAME}-reconciler")
+    path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{FULLNAME}-reconciler"
+    try:
+        raw_request(cluster.user, "PATCH", path, body={"data": config_map["data"]},
+                    content_type="application/merge-patch+json")  # fmt: skip
+
+        def rerendered() -> Obj | None:
+            obj = get_object(cluster, MODEL_SERVINGS, "e2e", "upgraded-cpu")
+            return obj if obj is not None and "registry.example/runtime:v2" in _images(obj["spec"]) else None
+
+        after = wait_for(rerendered, what="the ModelServing to carry the upgraded runtime image")
+        assert "ghcr.io/volcano-sh/runtime:latest" not in _images(after["spec"])
+        assert after["metadata"]["uid"] == before["metadata"]["uid"]  # updated in place, not recreated
+    finally:
+        original = cluster.rendered.one("ConfigMap", f"{FULLNAME}-reconciler")
+        raw_request(cluster.user, "PATCH", path, body={"data": original["data"]},
+                    content_type="application/merge-patch+json")  # fmt: skip
+        delete_booster(cluster, "e2e", "upgraded")
