@@ -432,6 +432,15 @@ def setup_modelbooster_controller(
         metrics=manager.metrics,
     )
     controller.watch(boosters, map_to_self, primary=True)
+
+    def forget(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if event == "DELETED" and old is not None:
+            uid = str((old.get("metadata") or {}).get("uid") or "")
+            recorder.forget(uid)
+            if lora is not None:
+                lora.forget(uid)
+
+    boosters.add_handler(forget)
     owner_mapper = map_to_controller_owner(MODEL_BOOSTER)
     for informer in children.values():
         controller.watch(informer, owner_mapper)
