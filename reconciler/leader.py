@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ class LeaderElector:
             new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         new_spec.update(
             holderIdentity=self.identity,
-            leaseDurationSeconds=int(self.timings.lease_duration),
+            leaseDurationSeconds=self._wire_duration(),
             renewTime=micro_time(now),
         )
         body = {**lease, "spec": new_spec}
@@ -182,7 +183,7 @@ class LeaderElector:
             "metadata": {"name": self.name, "namespace": self.namespace},
             "spec": {
                 "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self.timings.lease_duration),
+                "leaseDurationSeconds": self._wire_duration(),
                 "acquireTime": micro_time(now),
                 "renewTime": micro_time(now),
                 "leaseTransitions": 0,
@@ -196,6 +197,10 @@ class LeaderElector:
             return False
         self._observe_own_write()
         return True
+
+    def _wire_duration(self) -> int:
+        # Whole seconds on the wire; rounding up never lets a candidate take over early.
+        return math.ceil(self.timings.lease_duration)
 
     def _observe_own_write(self) -> None:
         spec = (self._lease or {}).get("spec") or {}

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reconciler.kinds import LEASE, MODEL_SERVING
+from reconciler.leader import LeaseTimings
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
 
@@ -40,23 +41,24 @@ async def test_only_the_lease_holder_writes(cluster: Cluster, start_reconciler: 
     assert first.metric("leader_election_master_status", name="modelbooster-reconciler") == 1
     assert second.metric("leader_election_master_status", name="modelbooster-reconciler") == 0
     spec = lease(cluster)["spec"]
-    assert spec["leaseDurationSeconds"] == 1
+    assert spec["leaseDurationSeconds"] == 2  # 1.5 s, rounded up to whole seconds
     assert spec["leaseTransitions"] == 0
 
 
 async def test_a_graceful_leader_releases_the_lease_and_the_standby_takes_over(
     cluster: Cluster, start_reconciler: Start
 ) -> None:
-    first = await start_reconciler("first", leader_elect=True)
+    # A long lease: a takeover within seconds can only come from the release.
+    slow_expiry = LeaseTimings(lease_duration=30.0, renew_deadline=5.0, retry_period=0.2)
+    first = await start_reconciler("first", leader_elect=True, lease=slow_expiry)
     await eventually(lambda: holder(cluster) == "first")
-    second = await start_reconciler("second", leader_elect=True)
+    second = await start_reconciler("second", leader_elect=True, lease=slow_expiry)
     cluster.create_booster(booster("m", backend("a")))
     await eventually(lambda: cluster.condition("m", "Initialized") == "True")
 
     await first.stop()
     assert not holder(cluster)  # released, not left to expire
-    # Faster than the 1.5 s lease duration: the release lets the standby in at its next retry.
-    await eventually(lambda: holder(cluster) == "second", within=1.0, message="second leads")
+    await eventually(lambda: holder(cluster) == "second", within=5.0, message="second leads")
     await cluster.delete(MODEL_SERVING, "m-a")
     await eventually(lambda: cluster.get(MODEL_SERVING, "m-a") is not None, message="the new leader repairs")
     assert [e.resource for e in non_lease_writes(second)].count("modelservings") == 1
