@@ -46,7 +46,7 @@ from reconciler.controller import (
 from reconciler.events import EventRecorder
 from reconciler.informer import EventType, Informer, label_index
 from reconciler.kinds import CHILD_KINDS, MODEL_BOOSTER, MODEL_SERVING, Kind, child_kind_of
-from reconciler.lora import LoraUpdater, pod_owner_key, pod_owner_uid
+from reconciler.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid
 from reconciler.manager import Manager
 from reconciler.metrics import Metrics
 from reconciler.ratelimit import default_controller_rate_limiter
@@ -103,6 +103,15 @@ class _Report:
     @property
     def ok(self) -> bool:
         return not self.failures and not self.not_owned and not self.lora_failures
+
+    def outcome(self) -> Outcome:
+        if self.not_owned:
+            return Outcome(applied_all=False, failure="; ".join(self.not_owned), failure_reason=REASON_NOT_OWNED)
+        if self.failures:
+            return Outcome(applied_all=False, failure="; ".join(self.failures), failure_reason=REASON_ABNORMAL)
+        if self.lora_failures:
+            return Outcome(applied_all=True, failure="; ".join(self.lora_failures), failure_reason=REASON_LORA)
+        return Outcome(applied_all=True)
 
 
 def strip_metadata(obj: dict[str, Any]) -> dict[str, Any]:
@@ -180,35 +189,34 @@ class ModelBoosterReconciler:
             )
             raise TerminalError(f"{key}: {error}") from None
 
-        plan = None
-        if self.lora is not None:
-            plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING],
-                                  render=self._synthesize)  # fmt: skip
+        plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING],
+                              render=self._synthesize) if self.lora is not None else None  # fmt: skip
+        if plan is not None:
             desired = plan.desired
         report = _Report()
         outcomes = await self._apply_all(booster, desired, report)
         if report.ok:
             await self._prune(booster, uid, desired, report)
-        if plan is not None and self.lora is not None:
-            model = str(meta.get("name"))
-            for backend, template in plan.templates.items():
-                if outcomes.get(backend_resource_name(model, backend)) is not None:
-                    self.lora.commit(uid=uid, backend=backend, template=template, target=plan.targets[backend])
-            if report.ok and plan.work:
-                report.lora_failures.extend(await self.lora.execute(booster, plan.work))
-        if report.not_owned:
-            outcome = Outcome(applied_all=False, failure="; ".join(report.not_owned), failure_reason=REASON_NOT_OWNED)
-        elif report.failures:
-            outcome = Outcome(applied_all=False, failure="; ".join(report.failures), failure_reason=REASON_ABNORMAL)
-        elif report.lora_failures:
-            outcome = Outcome(applied_all=True, failure="; ".join(report.lora_failures), failure_reason=REASON_LORA)
-        else:
-            outcome = Outcome(applied_all=True)
+        if plan is not None:
+            await self._finish_lora(booster, plan, outcomes, report)
         # Independent writes: one round trip instead of two.
-        await asyncio.gather(self._write_status(booster, outcome), self._post_events(booster, report))
+        await asyncio.gather(self._write_status(booster, report.outcome()), self._post_events(booster, report))
         if not report.ok:
             raise ReconcileError("; ".join(report.not_owned + report.failures + report.lora_failures))
         return Result()
+
+    async def _finish_lora(
+        self, booster: dict[str, Any], plan: LoraPlan, servings: dict[str, ChildOutcome], report: _Report
+    ) -> None:
+        """Record which adapters each ModelServing now carries, then bring the running pods up to date."""
+        assert self.lora is not None
+        meta = booster["metadata"]
+        uid, model = str(meta.get("uid")), str(meta.get("name"))
+        for backend, template in plan.templates.items():
+            if backend_resource_name(model, backend) in servings:
+                self.lora.commit(uid=uid, backend=backend, template=template, target=plan.targets[backend])
+        if report.ok and plan.work:
+            report.lora_failures.extend(await self.lora.execute(booster, plan.work))
 
     def desired_children(self, booster: dict[str, Any]) -> list[Desired]:
         """Default, validate and synthesize; raise InvalidSpec with the message a user should see."""
