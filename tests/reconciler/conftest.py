@@ -16,13 +16,6 @@ from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, crd_d
 
 __all__ = ["fake_apiserver_config", "fake_apiserver_inloop"]
 
-# TEMPORARY: the committed fake keeps watchers in a set, but `Watcher` is an eq-dataclass (unhashable), so
-# every watch answers 500. Identity hashing is what the fake means; drop this once tests/fakeapi fixes it.
-from tests.fakeapi import watch as _fake_watch
-
-if getattr(_fake_watch.Watcher, "__hash__", None) is None:
-    _fake_watch.Watcher.__hash__ = object.__hash__  # type: ignore[assignment,method-assign]
-
 
 @pytest.fixture
 async def fake(fake_apiserver_inloop: FakeApiServer) -> FakeApiServer:
