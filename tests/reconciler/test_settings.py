@@ -134,3 +134,18 @@ def _runtime_image(cluster: Cluster) -> str | None:
     serving = cluster.get(MODEL_SERVING, "m-a") or {}
     containers = serving["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"]
     return next((c["image"] for c in containers if c["name"] == "runtime"), None)
+
+
+async def test_only_the_configured_namespaces_are_watched(
+    cluster: Cluster, start_reconciler: Callable[..., Awaitable[RunningReconciler]]
+) -> None:
+    cluster.fake.create_namespace("elsewhere")
+    reconciler = await start_reconciler(namespaces=("ns",))
+    cluster.create_booster(booster("m", backend("a")))
+    outside = booster("m", backend("a"))
+    outside["metadata"]["namespace"] = "elsewhere"
+    cluster.create_booster(outside)
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await quiet(0.3)
+    assert cluster.names(MODEL_SERVING, "elsewhere") == []
+    assert all(e.namespace == "ns" for e in reconciler.writes())
