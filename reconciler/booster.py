@@ -218,12 +218,9 @@ class ModelBoosterReconciler:
         if report.ok and plan.work:
             report.lora_failures.extend(await self.lora.execute(booster, plan.work))
 
-    def desired_children(self, booster: dict[str, Any]) -> list[Desired]:
-        """Default, validate and synthesize; raise InvalidSpec with the message a user should see."""
-        return self._synthesize(self.parse(booster))
-
     @staticmethod
     def parse(booster: dict[str, Any]) -> ModelBooster:
+        """Default and validate like admission does; raise InvalidSpec with the message a user should see."""
         try:
             return parse_modelbooster({key: value for key, value in booster.items() if key != "status"})
         except ValidationFailed as error:
