@@ -3,15 +3,18 @@
     python bench/webhook_bench.py [--duration 10] [--rounds 3] [--connections 1,16] [--client auto|wrk|aiohttp]
                                   [--entry cli|module] [--event-loop auto|asyncio|uvloop]
 
-Starts, each in its own process: `modelbooster webhook` (as deployed: text logs at info, default
-settings) and a bare aiohttp HTTPS server on the same certificate and event loop that parses the review
-and echoes its uid with `allowed: true` (the least any admission webhook does). Both are driven with the
-same AdmissionReview of a realistic two-backend ModelBooster, by wrk when installed (Debian package `wrk`)
-or else by an aiohttp client in a separate process, at each connection count. Targets are interleaved
-round by round and the median round is reported, so a noisy neighbour hits all of them alike. Prints requests/s,
-p50/p99 latency, the webhook/bare throughput ratio and the webhook's peak RSS, checks them against the
-goals (validate >= 0.7 x bare, p99 <= 15 ms at 16 connections, RSS <= 100 MB), and writes everything to
-bench/results/webhook_bench.json.
+Starts, each in its own process:
+- `modelbooster webhook`, as deployed (text logs at info, default settings);
+- a bare aiohttp HTTPS server on the same certificate and event loop that parses the review and echoes its
+  uid with `allowed: true` (the least any admission webhook does);
+- "machinery": the webhook with `shared` validation stubbed to "no errors", to tell our plumbing (HTTP, TLS,
+  checks, metrics, logging) from the cost of the rules.
+All are driven with the same AdmissionReview of a realistic two-backend ModelBooster, by wrk when installed
+(Debian package `wrk`) or else by an aiohttp client in a separate process, at each connection count.
+Targets are interleaved round by round and the median round is reported, so a noisy neighbour hits all of
+them alike. Prints requests/s, p50/p99 latency, the webhook/bare throughput ratios and the webhook's RSS,
+checks them against the goals (validate >= 0.7 x bare, p99 <= 15 ms at 16 connections, RSS <= 100 MB),
+and writes everything to bench/results/webhook_bench.json.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "webhook_bench.json"
 GOAL_RATIO = 0.7
+# (target, payload): the baseline, our machinery with the rules stubbed out, then the real webhook paths.
+TARGETS = (("bare", "validate"), ("machinery", "validate"), ("validate", "validate"), ("mutate", "mutate"))
 GOAL_P99_MS = 15.0
 GOAL_RSS_MB = 100.0
 
@@ -165,6 +170,31 @@ def serve_bare(*, port: int, cert: Path, key: Path, event_loop: str) -> None:
         await runner.cleanup()
 
     _run_loop(main(), event_loop=event_loop)
+
+
+def serve_machinery_only(*, port: int, metrics_port: int, cert: Path, key: Path, event_loop: str) -> None:
+    """The real webhook with `shared` validation replaced by "no errors": what our own machinery costs.
+
+    Bench-only: it separates the cost of the HTTP/TLS/admission plumbing from that of the rules.
+    """
+    sys.path.insert(0, str(ROOT))
+    import webhook.admission
+    from webhook.main import serve
+    from webhook.settings import Settings
+
+    def no_errors(obj: Any, *, old: Any = None) -> list[Any]:
+        return []
+
+    setattr(webhook.admission, "validate_modelbooster", no_errors)  # noqa: B010 - not a re-export
+    settings = Settings(
+        bind_address="127.0.0.1",
+        port=port,
+        metrics_bind_address="127.0.0.1",
+        metrics_port=metrics_port,
+        tls_cert_file=cert,
+        tls_private_key_file=key,
+    )
+    _run_loop(serve(settings), event_loop=event_loop)
 
 
 def _run_loop(main: Any, *, event_loop: str) -> None:
@@ -386,6 +416,7 @@ def main_bench(args: argparse.Namespace) -> int:
         bodies["mutate"].write_text(json.dumps(admission_review(two_backend_model_booster(defaulted=False))))
 
         webhook_port, metrics_port, bare_port = _free_port(), _free_port(), _free_port()
+        machinery_port, machinery_metrics_port = _free_port(), _free_port()
         entry = ["modelbooster.cli", "webhook"] if args.entry == "cli" else ["webhook"]
         webhook = _spawn(
             [
@@ -417,11 +448,30 @@ def main_bench(args: argparse.Namespace) -> int:
             ],
             stack,
         )
+        _spawn(
+            [
+                sys.executable,
+                __file__,
+                "--serve-machinery",
+                str(machinery_port),
+                "--metrics-port",
+                str(machinery_metrics_port),
+                "--cert",
+                str(work / "tls.crt"),
+                "--key",
+                str(work / "tls.key"),
+                "--event-loop",
+                args.event_loop,
+            ],
+            stack,
+        )
         _wait_ready(f"http://127.0.0.1:{metrics_port}/readyz")
+        _wait_ready(f"http://127.0.0.1:{machinery_metrics_port}/readyz")
         client_context = ssl.create_default_context(cafile=str(work / "ca.crt"))
         urls = {
             "bare": f"https://127.0.0.1:{bare_port}/validate/modelbooster",
             "validate": f"https://127.0.0.1:{webhook_port}/validate/modelbooster",
+            "machinery": f"https://127.0.0.1:{machinery_port}/validate/modelbooster",
             "mutate": f"https://127.0.0.1:{webhook_port}/mutate/modelbooster",
         }
         _wait_post(urls["bare"], bodies["validate"].read_bytes(), client_context)
@@ -437,7 +487,7 @@ def main_bench(args: argparse.Namespace) -> int:
         rounds: dict[tuple[str, int], list[Load]] = {}
         for round_number in range(1, args.rounds + 1):
             for connections in connection_counts:
-                for target, body in (("bare", "validate"), ("validate", "validate"), ("mutate", "mutate")):
+                for target, body in TARGETS:
                     if use_wrk:
                         # wrk has no warm-up option: a short unmeasured run first.
                         run_wrk(url=urls[target], body=bodies[body], connections=connections, duration=1, target=target)
@@ -514,13 +564,18 @@ def _report(
             f"  {load.target:>8}  c={load.connections:<3} {load.rps:8.0f} req/s  p50 {load.p50_ms:6.2f} ms"
             f"  p99 {load.p99_ms:6.2f} ms"
         )
-    print(f"{'connections':>11} {'validate/bare':>14} {'mutate/bare':>12}")
+    print(f"{'connections':>11} {'validate/bare':>14} {'mutate/bare':>12} {'machinery/bare':>15}")
     for connections in sorted({load.connections for load in results}):
         bare = by_key[("bare", connections)].rps
         validate = by_key[("validate", connections)].rps / bare
         mutate = by_key[("mutate", connections)].rps / bare
-        summary["ratios"][str(connections)] = {"validate": round(validate, 3), "mutate": round(mutate, 3)}
-        print(f"{connections:>11} {validate:>14.2f} {mutate:>12.2f}")
+        machinery = by_key[("machinery", connections)].rps / bare
+        summary["ratios"][str(connections)] = {
+            "validate": round(validate, 3),
+            "mutate": round(mutate, 3),
+            "machinery": round(machinery, 3),
+        }
+        print(f"{connections:>11} {validate:>14.2f} {mutate:>12.2f} {machinery:>15.2f}")
     print(f"webhook RSS: idle {idle_rss_mb:.1f} MiB, after the runs {rss_mb:.1f} MiB, peak {peak_rss_mb:.1f} MiB")
     goals: dict[str, bool] = {}
     for connections, ratios in summary["ratios"].items():
@@ -577,6 +632,8 @@ def main() -> int:
     parser.add_argument("--event-loop", choices=("auto", "asyncio", "uvloop"), default="auto")
     # Internal modes: the bare server and the aiohttp load client run as their own processes.
     parser.add_argument("--serve-bare", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-machinery", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--metrics-port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--cert", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--key", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--client-load", metavar="URL", help=argparse.SUPPRESS)
@@ -585,6 +642,15 @@ def main() -> int:
     args = parser.parse_args()
     if args.serve_bare is not None:
         serve_bare(port=args.serve_bare, cert=args.cert, key=args.key, event_loop=args.event_loop)
+        return 0
+    if args.serve_machinery is not None:
+        serve_machinery_only(
+            port=args.serve_machinery,
+            metrics_port=args.metrics_port,
+            cert=args.cert,
+            key=args.key,
+            event_loop=args.event_loop,
+        )
         return 0
     if args.client_load is not None:
         result = client_load(

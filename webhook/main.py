@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import logging
 import signal
@@ -100,6 +101,11 @@ class ListenError(Exception):
 
 async def serve(settings: Settings) -> None:
     server = WebhookServer(settings)
+    # Everything allocated so far (modules, models, schemas) lives as long as the process. Taking it out of
+    # the collector's generations keeps full collections from walking it: mutating requests allocate enough
+    # to trigger them, and without this they put ~40 ms into the p99 (bench/webhook_bench.py, 16 connections).
+    gc.collect()
+    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
