@@ -312,6 +312,7 @@ class ModelBoosterReconciler:
 
     # ------------------------------------------------------------------ status
     def backend_states(self, booster: dict[str, Any]) -> list[BackendState]:
+        """One state per backend of the spec (names are required and unique: the CRD's list-map), in order."""
         meta = booster.get("metadata") or {}
         namespace, model = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         servings = self.children[MODEL_SERVING]

@@ -1,4 +1,4 @@
-"""ModelBooster status: conditions with observedGeneration, backendStatuses, and change detection.
+"""ModelBooster status: conditions with observedGeneration, backendStatuses, backendCount, change detection.
 
 Pure functions (DECISIONS.md §6). The reconciler computes the whole status once per reconcile, at the end,
 from what it did and what the caches show, and writes it only if it differs from the stored one. So:
@@ -138,11 +138,16 @@ def booster_status(
     backends: Sequence[BackendState],
     now: str,
 ) -> dict[str, Any]:
-    """The complete desired `.status` of a ModelBooster."""
+    """The complete desired `.status` of a ModelBooster.
+
+    `backends` holds one state per backend of the spec, so `backendCount` (read by the `Backends` printer
+    column, since JSONPath cannot count a list) is its length.
+    """
     wanted = booster_conditions(current, outcome=outcome, backends=backends)
     status: dict[str, Any] = {
         "conditions": merge_conditions((current or {}).get("conditions"), wanted, generation=generation, now=now),
         "backendStatuses": [{"name": backend.name, "replicas": backend.replicas} for backend in backends],
+        "backendCount": len(backends),
     }
     if generation is not None:
         status["observedGeneration"] = generation

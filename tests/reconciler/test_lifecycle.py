@@ -13,7 +13,16 @@ from reconciler.kinds import (
     MODEL_SERVER,
     MODEL_SERVING,
 )
-from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, model_level, quiet
+from tests.reconciler.harness import (
+    Cluster,
+    RunningReconciler,
+    backend,
+    booster,
+    crd_documents,
+    eventually,
+    model_level,
+    quiet,
+)
 
 TWO_BACKENDS = {
     "ModelServing": ["m-a", "m-b"],
@@ -33,6 +42,17 @@ def child_writes(reconciler: RunningReconciler) -> list[tuple[str, str, str]]:
         name = entry.name or (entry.body or {}).get("metadata", {}).get("name", "")
         result.append((entry.verb, entry.resource, name))
     return sorted(result)
+
+
+def backends_column(cluster: Cluster, name: str = "m") -> object:
+    """What `kubectl get modelboosters` shows under `Backends`: the chart CRD's column path, resolved."""
+    crd = next(doc for doc in crd_documents() if doc["spec"]["names"]["kind"] == "ModelBooster")
+    columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    path = next(column["jsonPath"] for column in columns if column["name"] == "Backends")
+    value: object = cluster.get(MODEL_BOOSTER, name)
+    for step in path.lstrip(".").split("."):
+        value = value.get(step) if isinstance(value, dict) else None
+    return value
 
 
 async def converged(cluster: Cluster, reconciler: RunningReconciler, name: str = "m") -> None:
@@ -73,6 +93,8 @@ async def test_create_makes_every_child_and_reports_initialized(
     status = (cluster.get(MODEL_BOOSTER, "m") or {})["status"]
     assert status["observedGeneration"] == 1
     assert status["backendStatuses"] == [{"name": "a", "replicas": 0}, {"name": "b", "replicas": 0}]
+    assert status["backendCount"] == 2
+    assert backends_column(cluster) == 2
 
     # Exactly one create per child, one status write, one Created event.
     assert child_writes(reconciler) == sorted(
@@ -121,7 +143,7 @@ async def test_a_spec_edit_writes_only_the_children_it_changes(cluster: Cluster,
     spec = (cluster.get(MODEL_BOOSTER, "m") or {})["spec"]
     spec["backends"][0]["routeWeight"] = 80
     await cluster.replace_spec("m", spec)
-    await eventually(lambda: (cluster.conditions()["Failed"].get("observedGeneration") == 2))
+    await eventually(lambda: cluster.conditions()["Failed"].get("observedGeneration") == 2)
     await converged(cluster, reconciler)
 
     assert child_writes(reconciler) == [("patch", "modelroutes", "m")]
@@ -148,6 +170,10 @@ async def test_removing_a_backend_prunes_its_children(cluster: Cluster, reconcil
     deleted = cluster.events("Deleted")
     assert len(deleted) == 1
     assert "ModelServing m-b" in deleted[0]["message"]
+    # The status write ends the reconcile that pruned; wait for it rather than race it.
+    await eventually(lambda: (cluster.get(MODEL_BOOSTER, "m") or {})["status"].get("observedGeneration") == 2)
+    assert (cluster.get(MODEL_BOOSTER, "m") or {})["status"]["backendCount"] == 1
+    assert backends_column(cluster) == 1
 
 
 async def test_switching_autoscaling_level_prunes_the_old_policy_objects(
@@ -211,6 +237,8 @@ async def test_an_invalid_object_is_failed_with_the_webhook_message_and_nothing_
     assert failed["message"].startswith("validation failed:\n  - spec.backends[0]")
     assert "minReplicas and maxReplicas must be equal when no autoscaling is set" in failed["message"]
     assert cluster.condition("m", "Initialized") == "False"
+    # The column still shows what the user asked for, read from the raw spec.
+    assert backends_column(cluster) == 1
     await quiet(0.3)
     assert child_writes(reconciler) == []
     assert all(names == [] for names in cluster.children().values())
@@ -261,4 +289,3 @@ async def test_deleting_the_model_booster_leaves_cleanup_to_garbage_collection(
     await quiet(0.3)
     assert all(names == [] for names in cluster.children().values())
     assert child_writes(reconciler) == []
-

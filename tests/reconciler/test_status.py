@@ -45,6 +45,31 @@ def test_first_status_after_all_children_applied() -> None:
     assert by_type["Failed"]["status"] == "False"
     assert status["observedGeneration"] == 1
     assert status["backendStatuses"] == [{"name": "a", "replicas": 0}, {"name": "b", "replicas": 0}]
+    assert status["backendCount"] == 2
+
+
+def test_backend_count_follows_the_backends_and_a_change_is_written() -> None:
+    three = [BackendState(name, available=True, replicas=1) for name in ("a", "b", "c")]
+    first = booster_status(None, generation=1, outcome=Outcome(applied_all=True), backends=three, now=T0)
+    assert first["backendCount"] == 3
+    # One backend removed: the count drops with it, so the status must be written again.
+    fewer = booster_status(first, generation=2, outcome=Outcome(applied_all=True), backends=three[:2], now=T1)
+    assert fewer["backendCount"] == 2
+    assert status_differs({**first, "observedGeneration": 2, "backendStatuses": fewer["backendStatuses"]}, fewer)
+    # A spec the reconciler cannot read any backend from counts zero, never a missing or negative count.
+    invalid = booster_status(
+        first, generation=3, outcome=Outcome(applied_all=False, failure="bad"), backends=[], now=T1
+    )
+    assert invalid["backendCount"] == 0
+
+
+def test_a_status_written_before_backend_count_existed_is_written_once() -> None:
+    backends = [BackendState("a", available=False, replicas=0)]
+    desired = booster_status(None, generation=1, outcome=Outcome(applied_all=True), backends=backends, now=T0)
+    older = {key: value for key, value in desired.items() if key != "backendCount"}
+    assert status_differs(older, desired)
+    again = booster_status(desired, generation=1, outcome=Outcome(applied_all=True), backends=backends, now=T1)
+    assert not status_differs(desired, again)
 
 
 def test_active_when_every_backend_is_available() -> None:
@@ -105,9 +130,7 @@ def test_failed_is_set_with_the_message_and_cleared_on_recovery() -> None:
 
 
 def test_initialized_false_until_children_are_applied() -> None:
-    status = booster_status(
-        None, generation=1, outcome=Outcome(applied_all=False, failure="boom"), backends=[], now=T0
-    )
+    status = booster_status(None, generation=1, outcome=Outcome(applied_all=False, failure="boom"), backends=[], now=T0)
     by_type = conditions_by_type(status)
     assert by_type["Initialized"]["status"] == "False"
     assert by_type["Failed"]["reason"] == "ModelAbnormal"
