@@ -234,7 +234,7 @@ async def test_not_ready_until_a_certificate_appears(
     with pytest.raises(aiohttp.ClientConnectorError):
         await _get(session, webhook.base + "/healthz")
     tls.issue()
-    for _ in range(200):
+    for _ in range(500):
         if (await _get(session, webhook.metrics_base + "/readyz"))[0] == 200:
             break
         await asyncio.sleep(0.01)
