@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 MUTATE_PATH: Final = "/mutate/modelbooster"
 VALIDATE_PATH: Final = "/validate/modelbooster"
 JSON_TYPE: Final = "application/json"
+_LOGGED_MESSAGE_LIMIT: Final = 1000
 
 Decide = Callable[[AdmissionRequest], AdmissionResponse]
 
@@ -172,7 +173,12 @@ def _log_decision(*, path: str, request: AdmissionRequest, response: AdmissionRe
         log.debug("admitted", extra={"context": context})
     else:
         status = response.get("status", {})
-        log.info("denied: %s", status.get("message", ""), extra={"context": {**context, "code": status.get("code")}})
+        message = status.get("message", "")
+        if len(message) > _LOGGED_MESSAGE_LIMIT:
+            # An Invalid value can quote a whole free-form field back; the log keeps the gist, not the payload.
+            omitted = len(message) - _LOGGED_MESSAGE_LIMIT
+            message = f"{message[:_LOGGED_MESSAGE_LIMIT]}... ({omitted} more characters)"
+        log.info("denied: %s", message, extra={"context": {**context, "code": status.get("code")}})
 
 
 async def _healthz(_request: web.Request) -> web.Response:

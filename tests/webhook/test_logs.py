@@ -51,6 +51,21 @@ async def test_json_denial_log_has_the_context_and_no_payload(webhook: Webhook, 
     assert "vllm/vllm-openai" not in captured.getvalue()  # the object's content is not logged
 
 
+async def test_a_huge_denial_is_logged_shortened(webhook: Webhook, captured: io.StringIO) -> None:
+    configure(level="info", fmt="json", stream=captured)
+    obj = single_vllm()
+    backend = obj["spec"]["backends"][0]
+    backend.update(rateLimit={"tokensPerUnit": 1}, topology={"mode": "hard"}, networkTopology={"tier": 1})
+    # Ten backends with three refused features each: a long message, none of it quoting the object.
+    obj["spec"]["backends"] = [{**backend, "name": f"b{index}"} for index in range(10)]
+    response = await webhook.admit(VALIDATE_PATH, review(operation="CREATE", obj=obj))
+    full = response["status"]["message"]
+    assert len(full) > 1000
+    (entry,) = [entry for entry in _entries(captured) if str(entry["msg"]).startswith("denied: ")]
+    logged = str(entry["msg"]).removeprefix("denied: ")
+    assert logged == f"{full[:1000]}... ({len(full) - 1000} more characters)"
+
+
 async def test_allowed_requests_are_logged_at_debug_only(webhook: Webhook, captured: io.StringIO) -> None:
     configure(level="info", fmt="json", stream=captured)
     await webhook.admit(VALIDATE_PATH, review(operation="CREATE", obj=single_vllm()))
