@@ -36,11 +36,20 @@ def _load(module: str) -> _Command:
     return loaded
 
 
-def build_parser(loader: Callable[[str], _Command] = _load) -> argparse.ArgumentParser:
+def build_parser(
+    loader: Callable[[str], _Command] = _load, *, only: str | None = None
+) -> argparse.ArgumentParser:
+    """The full parser; with `only`, import just that command's module (the others stay listed in --help).
+
+    Loading one module keeps each process lean: the webhook never imports the Kubernetes client, the
+    reconciler or SciPy (about 20 MB of resident memory).
+    """
     parser = argparse.ArgumentParser(prog="modelbooster", description=__doc__.splitlines()[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if only is not None and name != only:
+            continue
         try:
             command = loader(module)
         except ImportError:
@@ -53,8 +62,10 @@ def build_parser(loader: Callable[[str], _Command] = _load) -> argparse.Argument
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in arguments if not a.startswith("-")), None)
+    parser = build_parser(only=chosen if chosen in COMMANDS else None)
+    args = parser.parse_args(arguments)
     missing = getattr(args, "_missing", None)
     if missing is not None:
         print(f"modelbooster {args.command}: not available in this installation ({missing})", file=sys.stderr)
