@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from decimal import Decimal
+from functools import lru_cache
 from typing import Annotated
 
 from pydantic import AfterValidator, Field
@@ -33,6 +34,7 @@ class DurationError(ValueError):
     pass
 
 
+@lru_cache(maxsize=1024)  # pure; the same few grace periods are parsed on every admission request
 def parse_duration(text: str) -> int:
     """Return the duration in nanoseconds; raise DurationError with Go's wording on bad input.
 
