@@ -7,6 +7,7 @@ so a serving certificate signed by either verifies (certs/rotation.py decides wh
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,6 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+# One PEM block: its label and everything up to the matching END line.
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----", re.DOTALL)
 
 
 class CertificateError(ValueError):
@@ -33,6 +37,29 @@ def load_certificates(pem: bytes, *, what: str) -> list[x509.Certificate]:
     except ValueError as error:
         raise CertificateError(f"{what} is not PEM-encoded X.509 certificates: {error}") from None
     return certs
+
+
+def read_certificates_leniently(pem: bytes, *, what: str) -> tuple[list[x509.Certificate], list[str]]:
+    """The certificates of the PEM blocks that parse, and one complaint per block (or blob) that does not.
+
+    For data someone else may have written (an injected caBundle): one bad block must not hide the good ones,
+    and nothing here raises.
+    """
+    certs: list[x509.Certificate] = []
+    problems: list[str] = []
+    blocks = list(_PEM_BLOCK.finditer(pem))
+    if not blocks:
+        problems.append(f"{what} holds no PEM block")
+    for number, block in enumerate(blocks, start=1):
+        label = block.group(1).decode("ascii")
+        if label != "CERTIFICATE":
+            problems.append(f"{what}: PEM block {number} is a {label}, not a CERTIFICATE")
+            continue
+        try:
+            certs.append(x509.load_pem_x509_certificate(block.group(0)))
+        except ValueError as error:
+            problems.append(f"{what}: PEM block {number} is not an X.509 certificate: {error}")
+    return certs, problems
 
 
 def load_private_key(pem: bytes, *, what: str) -> PrivateKey:
@@ -60,6 +87,14 @@ def private_key_pem(key: PrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+
+
+def is_ca(cert: x509.Certificate) -> bool:
+    """True when the certificate may sign others (basicConstraints CA:TRUE)."""
+    try:
+        return bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):  # ValueError: unparseable extensions
+        return False
 
 
 def public_keys_equal(cert: x509.Certificate, key: PrivateKey) -> bool:

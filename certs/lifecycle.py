@@ -1,7 +1,8 @@
 """One step of the certificate lifecycle: read what exists, apply the rotation policy, issue what is due.
 
-No I/O: the reconciler reads the Secrets (certs/secret.py parses them), calls `ensure_certificates`, and
-when `plan.changed` writes the bundle into the webhook configurations first and the Secrets second.
+No I/O: the reconciler reads the Secrets (certs/secret.py parses them) and the caBundle the webhook
+configurations carry (certs/injector.py), calls `ensure_certificates`, and when `plan.changed` writes the
+bundle into the webhook configurations first and the Secrets second.
 """
 
 from __future__ import annotations
@@ -52,8 +53,14 @@ def ensure_certificates(
     extra_sans: Sequence[str] = (),
     now: datetime | None = None,
     policy: RotationPolicy = DEFAULT_POLICY,
+    trusted: Sequence[x509.Certificate] = (),
 ) -> Certificates:
-    """Return the certificates to use from now on; unchanged objects when nothing is due."""
+    """Return the certificates to use from now on; unchanged objects when nothing is due.
+
+    `trusted` is what the API server trusts now (the CAs of the injected caBundle). It only counts when
+    `bundle` has no usable serving certificate: then the webhook pods serve one our Secrets no longer
+    describe, and the still-valid CAs among `trusted` stay published for the overlap (certs/rotation.py).
+    """
     at = now or datetime.now(UTC)
     sans = serving_sans(service=service, namespace=namespace, extra_sans=extra_sans)
     plan = plan_rotation(
@@ -63,6 +70,7 @@ def ensure_certificates(
         sans=sans,
         now=at,
         policy=policy,
+        trusted=trusted,
     )
     if not plan.changed and ca is not None and bundle is not None:
         return Certificates(ca=ca, bundle=bundle, plan=plan)

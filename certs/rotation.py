@@ -1,11 +1,26 @@
-"""When to renew the serving certificate and the CA: pure policy over certificate dates, no I/O.
+"""When to renew the serving certificate and the CA, and which CAs to trust: pure policy over certificate dates.
 
 The cycle (cert-controller's numbers): the CA lives ten years and is replaced a year before it expires;
 the serving certificate lives a year and is replaced 90 days before it expires, or at once when it no
-longer fits (wrong names, not signed by the current CA). A replaced CA is not dropped: it stays in the
-published bundle (`ca.crt`, the webhook configurations' `caBundle`) until it expires itself, so the
-bundle holds old and new CA during the overlap, and a serving certificate signed by either verifies while
-the mounted Secret and the API server's view of `caBundle` catch up at different speeds.
+longer fits (wrong names, not signed by the current CA).
+
+Which CAs the published bundle (`ca.crt`, the webhook configurations' `caBundle`) holds: the current CA, plus
+every CA that may have signed a certificate a webhook pod still serves. The pods serve what the kubelet last
+projected from the serving Secret and switch to a new certificate within minutes (the kubelet's sync period,
+then the webhook's file check), so a replaced CA is kept for an overlap (`ca_overlap`, a day) counted from the
+`notBefore` of the current serving certificate: once that certificate has been in the Secret that long, no
+pod can still serve one of another CA. A CA also leaves the bundle when it expires, whichever comes first.
+The overlap starts afresh whenever a serving certificate is issued, so during a CA rotation the bundle
+holds old and new CA and a certificate signed by either verifies while the mounted Secret and the API
+server's view of `caBundle` catch up at different speeds.
+
+Which CAs are candidates: the current CA, the CAs of the bundle in the serving Secret, and, only when the
+serving Secret gives no usable certificate (deleted, or unreadable), the CAs the API server trusts right now
+(`trusted`: the injected `caBundle`). In that case the pods still serve the last certificate they loaded,
+which our Secrets no longer describe but the injected bundle verifies; without it a reissue after deleting
+both Secrets would make every admission call fail until the kubelet catches up. Only CA certificates that
+are valid now are taken from it, at most `MAX_INHERITED_CAS`, newest first; why no stricter filter is
+possible is explained in reconciler/certduty.py.
 
 The caller must publish the bundle (inject `caBundle`) no later than it starts serving a certificate
 signed by a new CA; `certs/lifecycle.py` produces both in one step.
@@ -20,11 +35,16 @@ from typing import Final
 
 from cryptography import x509
 
-from certs.authority import CA_VALIDITY, SERVING_VALIDITY
-from certs.bundle import fingerprint, is_issued_by, san_strings
+from certs.authority import BACKDATE, CA_VALIDITY, SERVING_VALIDITY
+from certs.bundle import fingerprint, is_ca, is_issued_by, san_strings
 
 SERVING_RENEW_BEFORE: Final = timedelta(days=90)
 CA_RENEW_BEFORE: Final = timedelta(days=365)
+# Minutes would do (kubelet sync ~1 min, webhook file check 10 s); a day also covers a webhook that failed to
+# reload and was restarted by hand, and costs nothing but a few hundred bytes of caBundle.
+CA_OVERLAP: Final = timedelta(days=1)
+# CAs taken over from an injected caBundle: ours are one or two; more is someone else's doing.
+MAX_INHERITED_CAS: Final = 4
 
 
 @dataclass(frozen=True)
@@ -33,6 +53,7 @@ class RotationPolicy:
     serving_renew_before: timedelta = SERVING_RENEW_BEFORE
     ca_validity: timedelta = CA_VALIDITY
     ca_renew_before: timedelta = CA_RENEW_BEFORE
+    ca_overlap: timedelta = CA_OVERLAP
 
     def __post_init__(self) -> None:
         if not timedelta(0) < self.serving_renew_before < self.serving_validity:
@@ -43,6 +64,9 @@ class RotationPolicy:
         # replaced before a fresh serving certificate would already be due for renewal.
         if self.ca_renew_before <= self.serving_renew_before:
             raise ValueError("ca_renew_before must be longer than serving_renew_before")
+        # Counted from a notBefore that is backdated: a shorter overlap would be over as soon as it began.
+        if self.ca_overlap <= BACKDATE:
+            raise ValueError(f"ca_overlap must be longer than the {BACKDATE} certificates are backdated")
 
 
 DEFAULT_POLICY: Final = RotationPolicy()
@@ -56,9 +80,11 @@ class RotationPlan:
     keep_cas: tuple[x509.Certificate, ...]
     # Why something changes, one short sentence each (for events and logs).
     reasons: tuple[str, ...]
-    # True when the published bundle differs from `keep_cas` even if nothing is issued (an expired CA
-    # dropped, the current CA missing from it).
+    # True when the published bundle differs from `keep_cas` even if nothing is issued (an expired or
+    # replaced CA dropped, the current CA missing from it).
     bundle_changed: bool
+    # CAs in `keep_cas` that came only from `trusted` (the injected caBundle), for the log.
+    inherited: tuple[x509.Certificate, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -102,6 +128,34 @@ def _serving_reason(
     return None
 
 
+def inheritable_cas(
+    trusted: Sequence[x509.Certificate], *, now: datetime, limit: int = MAX_INHERITED_CAS
+) -> list[x509.Certificate]:
+    """The CA certificates of `trusted` that are valid at `now`, de-duplicated, newest first, at most `limit`."""
+    seen: set[str] = set()
+    found: list[x509.Certificate] = []
+    for cert in sorted(trusted, key=lambda c: c.not_valid_before_utc, reverse=True):
+        digest = fingerprint(cert)
+        if digest in seen or not is_ca(cert) or not _is_current(cert, now):
+            continue
+        seen.add(digest)
+        found.append(cert)
+    return found[:limit]
+
+
+def _overlap_open(
+    serving: x509.Certificate | None, *, new_serving: bool, now: datetime, policy: RotationPolicy
+) -> bool:
+    """Whether a pod may still serve a certificate signed by a CA other than the current one."""
+    if new_serving or serving is None:
+        return True  # a certificate is being replaced right now: the overlap starts
+    return now < serving.not_valid_before_utc + policy.ca_overlap
+
+
+def _hours(span: timedelta) -> str:
+    return f"{span.total_seconds() / 3600:g} h"
+
+
 def plan_rotation(
     *,
     ca: x509.Certificate | None,
@@ -110,12 +164,14 @@ def plan_rotation(
     sans: Sequence[str],
     now: datetime,
     policy: RotationPolicy = DEFAULT_POLICY,
+    trusted: Sequence[x509.Certificate] = (),
 ) -> RotationPlan:
-    """Decide what to issue.
+    """Decide what to issue and which CAs to publish.
 
     `ca` is the CA whose private key we hold (None when there is none), `published` the CAs in the current
     bundle, `serving` the current serving certificate (None when missing or unusable, e.g. its key does not
-    match), `sans` the exact names it must carry.
+    match), `sans` the exact names it must carry, `trusted` the CAs the API server trusts now (the injected
+    caBundle), used only when `serving` is None or `published` empty.
     """
     reasons: list[str] = []
     ca_reason = _ca_reason(ca, now=now, policy=policy)
@@ -129,25 +185,48 @@ def plan_rotation(
         if serving_reason is not None:
             reasons.append(serving_reason)
 
-    candidates = [*published, *([ca] if ca is not None else [])]
+    signer = None if new_ca else ca
+    overlap = _overlap_open(serving, new_serving=new_serving, now=now, policy=policy)
+    own = [*published, *([ca] if ca is not None else [])]
+    own_ids = {fingerprint(cert) for cert in own}
+    # The pods may serve what no Secret of ours describes any more: fall back on what the API server trusts.
+    unknown_served = serving is None or not published
+    others = [cert for cert in trusted if fingerprint(cert) not in own_ids] if unknown_served else []
+    signer_id = fingerprint(signer) if signer is not None else None
     seen: set[str] = set()
     keep: list[x509.Certificate] = []
-    for cert in sorted(candidates, key=lambda c: c.not_valid_before_utc, reverse=True):
+    for cert in sorted([*own, *inheritable_cas(others, now=now)], key=lambda c: c.not_valid_before_utc,
+                       reverse=True):  # fmt: skip
         digest = fingerprint(cert)
-        if digest in seen or now >= cert.not_valid_after_utc:
+        if digest in seen:
             continue
         seen.add(digest)
-        keep.append(cert)
+        if now < cert.not_valid_after_utc and (digest == signer_id or overlap):
+            keep.append(cert)
+    kept_ids = {fingerprint(cert) for cert in keep}
     published_ids = {fingerprint(cert) for cert in published}
     # Order in the bundle does not matter to a verifier, so only membership counts as a change.
-    bundle_changed = published_ids != seen
-    dropped = len(published_ids - seen)
-    if dropped:
-        reasons.append(f"{dropped} expired CA(s) dropped from the bundle")
+    bundle_changed = published_ids != kept_ids
+    dropped_expired = len({fingerprint(c) for c in published if now >= c.not_valid_after_utc})
+    if dropped_expired:
+        reasons.append(f"{dropped_expired} expired CA(s) dropped from the bundle")
+    dropped_retired = len(published_ids - kept_ids) - dropped_expired
+    if dropped_retired:
+        reasons.append(
+            f"{dropped_retired} replaced CA(s) dropped from the bundle: the serving certificate has been in use "
+            f"for {_hours(policy.ca_overlap)}"
+        )
+    kept_inherited = tuple(cert for cert in keep if fingerprint(cert) not in own_ids)
+    if kept_inherited:
+        reasons.append(
+            f"{len(kept_inherited)} CA(s) the webhook configurations still trust kept until the new serving "
+            f"certificate has been in use for {_hours(policy.ca_overlap)}: the webhook may still serve one they signed"
+        )
     return RotationPlan(
         new_ca=new_ca,
         new_serving=new_serving,
         keep_cas=tuple(keep),
         reasons=tuple(reasons),
         bundle_changed=bundle_changed,
+        inherited=kept_inherited,
     )

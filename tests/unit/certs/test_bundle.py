@@ -7,9 +7,19 @@ import re
 from datetime import datetime, timedelta
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
 
 from certs.authority import KeyPair, create_ca, issue_serving_cert
-from certs.bundle import CertBundle, CertificateError, certificates_pem, load_certificates, load_private_key
+from certs.bundle import (
+    CertBundle,
+    CertificateError,
+    certificates_pem,
+    is_ca,
+    load_certificates,
+    load_private_key,
+    read_certificates_leniently,
+)
 
 
 def _bundle(ca: KeyPair, now: datetime, *, extra_cas: tuple[KeyPair, ...] = ()) -> CertBundle:
@@ -95,3 +105,40 @@ def test_unparseable_bundle_reports_the_file(ca: KeyPair, now: datetime) -> None
     problems = CertBundle(ca_crt=b"junk", tls_crt=good.tls_crt, tls_key=good.tls_key).problems(now=now)
     assert len(problems) == 1
     assert problems[0].startswith("ca.crt is not PEM-encoded X.509 certificates")
+
+
+# ------------------------------------------------------------------------------- lenient reading, CA test
+BROKEN_BLOCK = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+
+
+def test_lenient_reading_keeps_the_good_blocks_and_names_the_bad(ca: KeyPair, now: datetime) -> None:
+    other = create_ca(now=now, common_name="second")
+    pem = b"".join([ca.cert_pem, BROKEN_BLOCK, b"comment lines are fine\n", ca.key_pem, other.cert_pem])
+    certs, problems = read_certificates_leniently(pem, what="caBundle")
+    assert certs == [ca.cert, other.cert]
+    assert len(problems) == 2
+    assert problems[0].startswith("caBundle: PEM block 2 is not an X.509 certificate")
+    assert problems[1] == "caBundle: PEM block 3 is a PRIVATE KEY, not a CERTIFICATE"
+
+
+@pytest.mark.parametrize("data", [b"", b"hello", b"-----BEGIN CERTIFICATE-----\nno end line"])
+def test_lenient_reading_of_no_pem_at_all(data: bytes) -> None:
+    assert read_certificates_leniently(data, what="caBundle") == ([], ["caBundle holds no PEM block"])
+
+
+def test_is_ca(ca: KeyPair, now: datetime) -> None:
+    leaf = issue_serving_cert(ca=ca, service="svc", namespace="ns", now=now)
+    assert is_ca(ca.cert)
+    assert not is_ca(leaf.cert)
+    # A certificate without basicConstraints at all is no CA either.
+    bare = (
+        x509.CertificateBuilder()
+        .subject_name(ca.cert.subject)
+        .issuer_name(ca.cert.subject)
+        .public_key(ca.key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + timedelta(days=1))
+        .sign(ca.key, hashes.SHA256())
+    )
+    assert not is_ca(bare)
