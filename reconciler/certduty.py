@@ -1,12 +1,14 @@
 """The webhook-certificate duty: a self-signed CA, the webhook's serving certificate, and `caBundle` injection.
 
 Runs on the leader only (a `Manager` leader task). Each pass (`CertDuty.sync`):
-1. reads the two Secrets from the API (not from a cache: what it writes next must rest on fresh state) —
-   the serving Secret the webhook pods mount (`tls.crt`, `tls.key`, `ca.crt`) and the CA Secret with the
-   CA key, kept apart so the webhook pods never hold a key that could sign for them;
+1. reads the two Secrets and the two webhook configurations from the API (not from a cache: what it writes
+   next must rest on fresh state) — the serving Secret the webhook pods mount (`tls.crt`, `tls.key`,
+   `ca.crt`) and the CA Secret with the CA key, kept apart so the webhook pods never hold a key that could
+   sign for them;
 2. lets `certs.lifecycle.ensure_certificates` decide what to issue (a CA for ten years, renewed a year before
    it expires; a serving certificate for `<svc>.<ns>.svc` and `.svc.cluster.local` for a year, renewed 90
-   days before; the replaced CA stays in the bundle until it expires, so both verify during the overlap);
+   days before) and which CAs to publish (the current one, and a replaced one until the new serving
+   certificate has been out for a day or the replaced CA expires: certs/rotation.py);
 3. writes what differs, in an order that never leaves the API server distrusting what is served:
    `caBundle` into both webhook configurations (every entry) first, then the CA Secret, then the serving
    Secret. A new CA is therefore trusted before a certificate it signed can reach a webhook pod, and a crash
@@ -14,6 +16,22 @@ Runs on the leader only (a `Manager` leader task). Each pass (`CertDuty.sync`):
    published CA is never one whose key was lost).
 Every update carries the resourceVersion it read; a 409 (someone wrote in between) or an AlreadyExists on
 create (another writer created it) restarts the pass from fresh reads.
+
+Deleting both Secrets (docs/chart.md's advice for certificate trouble) loses our record of the CAs in use
+while the webhook pods keep serving the certificate they loaded until the kubelet projects the new Secret.
+So when the serving Secret is missing or unusable, the CAs of the caBundle injected in our configurations
+are taken as candidates too (`trusted`): every certificate in it that is a CA and valid now, at most four
+(newest first), each kept only for the overlap above and never past its expiry. Expired certificates,
+end-entity certificates, other PEM blocks and garbage (not base64, not PEM; logged) are left out; none
+stops the pass.
+
+Whether a CA in that caBundle is ours cannot be told: the only record, the CA Secret, is what was deleted,
+and anything in memory is lost on exactly the leader change or restart that often comes with such trouble.
+The bundle is therefore taken as it is, and the risk is bounded rather than ruled out: it is consulted
+only while the serving Secret is gone or broken (at any other time a foreign CA is simply overwritten as
+drift), and what it contributes is dropped a day later. Someone able to write the webhook configurations
+can point them at any endpoint with any caBundle anyway, so trusting their CA for a day grants nothing new;
+what the bound prevents is a one-off edit outliving the repair by years.
 
 Between passes the duty sleeps until an informer reports a change to one of the four objects (a `helm
 upgrade` that wiped `caBundle`, a person editing it, a Secret deleted) or `check_interval` passes (expiry
@@ -35,8 +53,8 @@ from typing import Any, Final
 from cryptography import x509
 
 from certs.authority import KeyPair
-from certs.bundle import CertBundle, public_keys_equal
-from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
+from certs.bundle import CertBundle, fingerprint, is_ca, public_keys_equal
+from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle, injected_cas
 from certs.lifecycle import Certificates, ensure_certificates
 from certs.rotation import DEFAULT_POLICY, RotationPolicy
 from certs.secret import SecretFormatError, build_ca_secret, build_serving_secret, parse_ca_secret, parse_serving_secret
@@ -111,16 +129,21 @@ class _State:
     ca: KeyPair | None
     bundle: CertBundle | None
     problems: dict[str, str] = field(default_factory=dict)  # secret name -> why it is unusable
+    # Each webhook configuration kind with the object read (None: it does not exist).
+    configurations: list[tuple[Kind, dict[str, Any] | None]] = field(default_factory=list)
 
 
 def _check_ca(ca: KeyPair) -> KeyPair:
-    try:
-        constraints = ca.cert.extensions.get_extension_for_class(x509.BasicConstraints).value
-    except x509.ExtensionNotFound:
-        constraints = None
-    if constraints is None or not constraints.ca:
+    if not is_ca(ca.cert):
         raise SecretFormatError("ca.crt is not a CA certificate (basicConstraints CA:TRUE missing)")
     return ca
+
+
+def _describe_ca(cert: x509.Certificate) -> str:
+    return (
+        f"{cert.subject.rfc4514_string() or '(no subject)'} sha256:{fingerprint(cert)[:16]} "
+        f"until {cert.not_valid_after_utc.isoformat()}"
+    )
 
 
 def read_ca_secret(secret: Mapping[str, Any] | None) -> KeyPair:
@@ -187,6 +210,8 @@ class CertDuty:
         # (kind, name, resourceVersion) of our own recent writes: their watch events need no new pass.
         self._own_writes: deque[tuple[str, str, str]] = deque(maxlen=16)
         self.last_report: SyncReport | None = None
+        for name in (settings.tls_secret, settings.ca_secret):
+            metrics.repairs.labels(secret=name)  # a series from the start, so rate() and alerts see 0
 
     # ------------------------------------------------------------------ waking up
     def on_event(self, event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -246,6 +271,9 @@ class CertDuty:
     async def _sync_once(self) -> SyncReport:
         settings = self.settings
         state = await self._read_secrets()
+        state.configurations = [
+            (kind, await self._get(kind, None, settings.configuration)) for kind in WEBHOOK_CONFIGURATION_KINDS
+        ]
         for name, problem in state.problems.items():
             logger.warning(
                 "webhook certificates: Secret %s/%s is unusable (%s); replacing its content",
@@ -254,11 +282,16 @@ class CertDuty:
         now = self._clock()
         certs = ensure_certificates(
             ca=state.ca, bundle=state.bundle, service=settings.service, namespace=settings.namespace, now=now,
-            policy=self._policy,
+            policy=self._policy, trusted=self._trusted(state),
         )  # fmt: skip
+        for cert in certs.plan.inherited:
+            logger.info(
+                "webhook certificates: still trusting %s from the injected caBundle (the serving Secret "
+                "no longer says which CA signed the certificate the webhook serves)", _describe_ca(cert),
+            )  # fmt: skip
         issued_serving = state.bundle is None or certs.bundle.tls_crt != state.bundle.tls_crt
         issued_ca = certs.ca is not state.ca
-        injected, missing = await self._inject(certs.bundle.ca_bundle_base64())
+        injected, missing = await self._inject(state.configurations, certs.bundle.ca_bundle_base64())
         written = await self._write_secrets(state, certs)
         # Logged and counted once stored: a pass restarted by a conflict issues again from scratch.
         if issued_ca or issued_serving:
@@ -319,12 +352,27 @@ class CertDuty:
                 state.problems[settings.tls_secret] = str(error)
         return state
 
-    async def _inject(self, ca_bundle: str) -> tuple[list[tuple[str, tuple[str, ...]]], list[str]]:
+    def _trusted(self, state: _State) -> list[x509.Certificate]:
+        """The certificates of the caBundle injected now, when they may matter (see the module docstring)."""
+        if state.bundle is not None:
+            return []  # our serving Secret says what is served; the injected value is only drift to correct
+        found: list[x509.Certificate] = []
+        for _, configuration in state.configurations:
+            if configuration is None:
+                continue
+            certs, problems = injected_cas(configuration)
+            found += certs
+            for problem in problems:
+                logger.warning("webhook certificates: not trusting part of the injected caBundle: %s", problem)
+        return found
+
+    async def _inject(
+        self, configurations: list[tuple[Kind, dict[str, Any] | None]], ca_bundle: str
+    ) -> tuple[list[tuple[str, tuple[str, ...]]], list[str]]:
         injected: list[tuple[str, tuple[str, ...]]] = []
         missing: list[str] = []
         name = self.settings.configuration
-        for kind in WEBHOOK_CONFIGURATION_KINDS:
-            configuration = await self._get(kind, None, name)
+        for kind, configuration in configurations:
             if configuration is None:
                 # Not an error: the webhook may be disabled or not installed yet; its creation wakes us.
                 logger.warning(

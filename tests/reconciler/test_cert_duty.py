@@ -385,59 +385,252 @@ async def test_ca_rotation_publishes_old_and_new_ca_during_the_overlap(
     assert ("update", "mutatingwebhookconfigurations", CONFIGURATION) in duty_writes(fake)
 
 
+@dataclass
+class MountedWebhook:
+    """A real webhook serving the pair it finds in a directory that `kubelet_sync` fills from the serving
+    Secret, so a test decides when the 'kubelet' projects a new Secret."""
+
+    fake: FakeApiServer
+    server: WebhookServer
+    directory: Path
+
+    def kubelet_sync(self) -> None:
+        cert_pem, key_pem = serving_pair(self.fake)
+        (self.directory / "tls.crt").write_bytes(cert_pem)
+        (self.directory / "tls.key").write_bytes(key_pem)
+
+    async def project_and_reload(self) -> None:
+        self.kubelet_sync()
+        served = load_certificates(serving_pair(self.fake)[0], what="tls.crt")[0].not_valid_after_utc
+        await eventually(lambda: self.server.state.reloader.not_after == served, message="webhook reloads")
+
+
+StartWebhook = Callable[[], Awaitable[MountedWebhook]]
+
+
+@pytest.fixture
+async def mounted_webhook(fake: FakeApiServer, tmp_path: Path) -> AsyncIterator[StartWebhook]:
+    """Start (once the serving Secret exists) a webhook that the fake API server calls for admission."""
+    started: list[WebhookServer] = []
+
+    async def start() -> MountedWebhook:
+        directory = tmp_path / "mounted"
+        directory.mkdir()
+        server = WebhookServer(
+            WebhookSettings(
+                bind_address="127.0.0.1", port=0, metrics_bind_address="127.0.0.1", metrics_port=0,
+                tls_cert_file=directory / "tls.crt", tls_private_key_file=directory / "tls.key",
+                cert_check_interval=0.02, shutdown_timeout=1.0,
+            )
+        )  # fmt: skip
+        mounted = MountedWebhook(fake, server, directory)
+        mounted.kubelet_sync()
+        await server.start()
+        started.append(server)
+        fake.route_service(namespace=NAMESPACE, name=SERVICE, port=443, to=("127.0.0.1", server.https_port))
+        return mounted
+
+    yield start
+    for server in started:
+        await server.stop()
+
+
 async def test_admission_keeps_working_through_a_ca_rotation(
-    fake: FakeApiServer, api: KubeClient, duty: CertDuty, clock: Clock, tmp_path: Path
+    fake: FakeApiServer,
+    api: KubeClient,
+    duty: CertDuty,
+    clock: Clock,
+    mounted_webhook: StartWebhook,
 ) -> None:
     """The fake API server calls a real webhook over HTTPS, verifying it with the injected caBundle."""
     real_now = clock.now
     await _rotate_ca(fake, duty, clock, real_now)
-    mounted = tmp_path / "mounted"
-    mounted.mkdir()
+    webhook = await mounted_webhook()
+    calls = len(fake.admission_calls)
+    await api.create(MODEL_BOOSTER, booster("before"))
 
-    def kubelet_sync() -> None:
-        cert_pem, key_pem = serving_pair(fake)
-        (mounted / "tls.crt").write_bytes(cert_pem)
-        (mounted / "tls.key").write_bytes(key_pem)
+    clock.now = real_now
+    await duty.sync()  # new CA: bundle [new, old]; the Secret now holds a certificate of the new CA
+    # The pods still serve the old certificate (their mount is not updated yet): still trusted.
+    await api.create(MODEL_BOOSTER, booster("during"))
 
-    kubelet_sync()
-    webhook = WebhookServer(
-        WebhookSettings(
-            bind_address="127.0.0.1", port=0, metrics_bind_address="127.0.0.1", metrics_port=0,
-            tls_cert_file=mounted / "tls.crt", tls_private_key_file=mounted / "tls.key",
-            cert_check_interval=0.02, shutdown_timeout=1.0,
-        )
-    )  # fmt: skip
-    await webhook.start()
-    try:
-        fake.route_service(namespace=NAMESPACE, name=SERVICE, port=443, to=("127.0.0.1", webhook.https_port))
-        calls = len(fake.admission_calls)
-        await api.create(MODEL_BOOSTER, booster("before"))
+    await webhook.project_and_reload()
+    await api.create(MODEL_BOOSTER, booster("after"))
+    # All three went through both webhooks (mutating and validating).
+    assert len(fake.admission_calls) - calls == 6
 
-        clock.now = real_now
-        await duty.sync()  # new CA: bundle [new, old]; the Secret now holds a certificate of the new CA
-        # The pods still serve the old certificate (their mount is not updated yet): still trusted.
-        await api.create(MODEL_BOOSTER, booster("during"))
+    # Teeth: with only the old CA in the configurations the new certificate is refused...
+    old_only = load_certificates(published_pem(fake), what="caBundle")[-1]
+    await _set_ca_bundle(api, fake, certificate_pem(old_only))
+    with pytest.raises(ApiError, match="failed calling webhook"):
+        await api.create(MODEL_BOOSTER, booster("refused"))
+    # ...and the duty puts the right bundle back.
+    await duty.sync()
+    await api.create(MODEL_BOOSTER, booster("restored"))
 
-        kubelet_sync()
-        served = load_certificates(serving_pair(fake)[0], what="tls.crt")[0].not_valid_after_utc
-        await eventually(lambda: webhook.state.reloader.not_after == served, message="webhook reloads")
-        await api.create(MODEL_BOOSTER, booster("after"))
-        # All three went through both webhooks (mutating and validating).
-        assert len(fake.admission_calls) - calls == 6
 
-        # Teeth: with only the old CA in the configurations the new certificate is refused...
-        old_only = load_certificates(published_pem(fake), what="caBundle")[-1]
-        for kind in CONFIG_KINDS:
-            edited = configuration(fake, kind)
-            edited["webhooks"][0]["clientConfig"]["caBundle"] = base64.b64encode(certificate_pem(old_only)).decode()
-            await api.replace(kind, edited)
-        with pytest.raises(ApiError, match="failed calling webhook"):
-            await api.create(MODEL_BOOSTER, booster("refused"))
-        # ...and the duty puts the right bundle back.
-        await duty.sync()
-        await api.create(MODEL_BOOSTER, booster("restored"))
-    finally:
-        await webhook.stop()
+async def _set_ca_bundle(api: KubeClient, fake: FakeApiServer, pem_or_text: bytes, *, raw: str | None = None) -> None:
+    """Someone else writes the caBundle of every entry of both configurations."""
+    value = raw if raw is not None else base64.b64encode(pem_or_text).decode()
+    for kind in CONFIG_KINDS:
+        edited = configuration(fake, kind)
+        for webhook in edited["webhooks"]:
+            webhook.setdefault("clientConfig", {})["caBundle"] = value
+        await api.replace(kind, edited)
+
+
+async def _delete_both_secrets(api: KubeClient) -> None:
+    await api.delete(SECRET, NAMESPACE, CA_SECRET)
+    await api.delete(SECRET, NAMESPACE, TLS_SECRET)
+
+
+# ----------------------------------------------------------------------------- both Secrets deleted
+async def test_deleting_both_secrets_keeps_trusting_the_old_ca(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty, clock: Clock, tmp_path: Path
+) -> None:
+    """docs/chart.md's advice for certificate trouble: the pods keep serving the old certificate until the
+    kubelet projects the new Secret, so a client trusting the published bundle must accept both."""
+    await duty.sync()
+    old_ca = parse_ca_secret(secret(fake, CA_SECRET) or {})
+    old_cert, old_key = serving_pair(fake)
+    await _delete_both_secrets(api)
+    fake.requests.clear()
+
+    report = await duty.sync()
+
+    assert report.issued_ca
+    assert report.issued_serving
+    new_ca = parse_ca_secret(secret(fake, CA_SECRET) or {})
+    assert fingerprint(new_ca.cert) != fingerprint(old_ca.cert)
+    published = load_certificates(published_pem(fake), what="caBundle")
+    assert published == [new_ca.cert, old_ca.cert]
+    assert data(fake, TLS_SECRET)["ca.crt"] == published_pem(fake)
+    new_cert, new_key = serving_pair(fake)
+    assert is_issued_by(load_certificates(new_cert, what="tls.crt")[0], new_ca.cert)
+    for cert_pem, key_pem in ((old_cert, old_key), (new_cert, new_key)):
+        tls_handshake(trusted_pem=published_pem(fake), cert_pem=cert_pem, key_pem=key_pem, tmp_path=tmp_path)
+    # Still trust first: the configurations are written before the Secrets are created.
+    assert duty_writes(fake) == [
+        ("update", "mutatingwebhookconfigurations", CONFIGURATION),
+        ("update", "validatingwebhookconfigurations", CONFIGURATION),
+        ("create", "secrets", ""),
+        ("create", "secrets", ""),
+    ]
+
+
+async def test_deleting_both_secrets_keeps_admission_working(
+    fake: FakeApiServer,
+    api: KubeClient,
+    duty: CertDuty,
+    mounted_webhook: StartWebhook,
+) -> None:
+    await duty.sync()
+    webhook = await mounted_webhook()
+    await api.create(MODEL_BOOSTER, booster("before"))
+    await _delete_both_secrets(api)
+    await duty.sync()
+    # The webhook still serves the old certificate: the API server, verifying with caBundle, still reaches it.
+    await api.create(MODEL_BOOSTER, booster("during"))
+    await webhook.project_and_reload()
+    await api.create(MODEL_BOOSTER, booster("after"))
+
+
+async def test_the_old_ca_leaves_a_day_after_the_new_serving_certificate(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty, clock: Clock
+) -> None:
+    await duty.sync()
+    await _delete_both_secrets(api)
+    await duty.sync()
+    new_ca = parse_ca_secret(secret(fake, CA_SECRET) or {})
+    tls_before = data(fake, TLS_SECRET)
+
+    clock.now += 22 * HOUR  # the new certificate's notBefore was an hour before the pass: 23 hours in
+    fake.requests.clear()
+    assert not (await duty.sync()).wrote
+    assert duty_writes(fake) == []
+
+    clock.now += HOUR  # 24 hours after its notBefore no pod can still serve the old certificate
+    report = await duty.sync()
+    assert not report.issued_ca
+    assert not report.issued_serving
+    assert any("replaced CA(s) dropped" in reason for reason in report.reasons)
+    assert published_pem(fake) == new_ca.cert_pem
+    assert data(fake, TLS_SECRET)["ca.crt"] == new_ca.cert_pem
+    assert data(fake, TLS_SECRET)["tls.crt"] == tls_before["tls.crt"]
+    assert duty_writes(fake) == [
+        ("update", "mutatingwebhookconfigurations", CONFIGURATION),
+        ("update", "validatingwebhookconfigurations", CONFIGURATION),
+        ("update", "secrets", TLS_SECRET),
+    ]
+
+
+async def test_only_still_valid_cas_of_the_injected_bundle_are_kept(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty, clock: Clock
+) -> None:
+    await duty.sync()
+    current = parse_ca_secret(secret(fake, CA_SECRET) or {})
+    expired = create_ca(now=clock.now - 3651 * DAY)
+    leaf = issue_serving_cert(ca=current, service=SERVICE, namespace=NAMESPACE, now=clock.now)
+    await _set_ca_bundle(api, fake, current.cert_pem + expired.cert_pem + leaf.cert_pem)
+    await _delete_both_secrets(api)
+
+    await duty.sync()
+
+    new_ca = parse_ca_secret(secret(fake, CA_SECRET) or {})
+    published = {fingerprint(c) for c in load_certificates(published_pem(fake), what="caBundle")}
+    assert published == {fingerprint(new_ca.cert), fingerprint(current.cert)}
+
+
+async def test_garbage_in_the_injected_bundle_is_logged_and_left_out(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty, caplog: pytest.LogCaptureFixture
+) -> None:
+    await duty.sync()
+    mutating = configuration(fake, MUTATING_WEBHOOK_CONFIGURATION)
+    mutating["webhooks"][0]["clientConfig"]["caBundle"] = "not base64 at all!"
+    await api.replace(MUTATING_WEBHOOK_CONFIGURATION, mutating)
+    validating = configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)
+    validating["webhooks"][0]["clientConfig"]["caBundle"] = base64.b64encode(b"hello").decode()
+    await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, validating)
+    await _delete_both_secrets(api)
+
+    with caplog.at_level(logging.WARNING, logger="reconciler.certduty"):
+        report = await duty.sync()
+
+    assert report.issued_ca
+    new_ca = parse_ca_secret(secret(fake, CA_SECRET) or {})
+    assert published_pem(fake) == new_ca.cert_pem
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert any(f"MutatingWebhookConfiguration {CONFIGURATION} webhooks[0] caBundle is not valid base64" in w
+               for w in warnings)  # fmt: skip
+    assert any(f"ValidatingWebhookConfiguration {CONFIGURATION} webhooks[0] caBundle holds no PEM block" in w
+               for w in warnings)  # fmt: skip
+
+
+async def test_a_foreign_ca_in_the_configurations_is_drift_while_the_serving_secret_is_fine(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty
+) -> None:
+    await duty.sync()
+    good = published_pem(fake)
+    stranger = create_ca()
+    await _set_ca_bundle(api, fake, good + stranger.cert_pem)
+    await duty.sync()
+    assert published_pem(fake) == good
+    assert data(fake, TLS_SECRET)["ca.crt"] == good
+
+
+async def test_a_foreign_ca_found_with_both_secrets_gone_is_trusted_for_the_overlap_only(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty, clock: Clock
+) -> None:
+    """It cannot be told from our own lost CA (module docstring), so it is kept like one, and leaves with it."""
+    await duty.sync()
+    stranger = create_ca(now=clock.now, common_name="someone-else")
+    await _set_ca_bundle(api, fake, published_pem(fake) + stranger.cert_pem)
+    await _delete_both_secrets(api)
+    await duty.sync()
+    assert stranger.cert in load_certificates(published_pem(fake), what="caBundle")
+    clock.now += DAY
+    await duty.sync()
+    assert published_pem(fake) == data(fake, CA_SECRET)["ca.crt"]
 
 
 # ------------------------------------------------------------------------------------------------ repairs
@@ -567,6 +760,14 @@ async def test_a_secret_created_by_someone_else_in_between_is_adopted(
     assert data(fake, CA_SECRET)["ca.key"] == theirs.key_pem
     bundle = parse_serving_secret(secret(fake, TLS_SECRET) or {})
     assert is_issued_by(bundle.serving_cert, theirs.cert)
+    published = load_certificates(published_pem(fake), what="caBundle")
+    assert published[0] == theirs.cert
+    # The first attempt injected its own CA before its create failed. With no serving Secret the duty cannot
+    # tell that no pod serves a certificate of that CA, so it stays trusted for the overlap, and no longer.
+    assert len(published) == 2
+    assert published_pem(fake) == bundle.ca_crt
+    clock.now += DAY
+    await duty.sync()
     assert published_pem(fake) == theirs.cert_pem
 
 
