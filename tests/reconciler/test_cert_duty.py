@@ -915,6 +915,12 @@ async def test_expiry_gauge_reports_both_secrets(
     assert running.metric(gauge, secret=CA_SECRET) == (clock.now + 3650 * DAY).timestamp()
 
 
+async def test_repair_counters_exist_from_the_start(duty: CertDuty, registry: CollectorRegistry) -> None:
+    # A series at 0 before the first repair, so rate() and alerts see the repair when it comes.
+    for name in (TLS_SECRET, CA_SECRET):
+        assert registry.get_sample_value("modelbooster_certificate_secret_repairs_total", {"secret": name}) == 0
+
+
 async def test_api_errors_are_retried_with_backoff(
     fake: FakeApiServer, duty_client: KubeClient, clock: Clock, registry: CollectorRegistry
 ) -> None:
