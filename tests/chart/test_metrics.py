@@ -1,21 +1,50 @@
-"""Metrics reach Prometheus: Services and ServiceMonitors point at the metrics ports, and the metric list in
-docs/chart.md is the list the processes export."""
+"""Metrics reach Prometheus: Services and ServiceMonitors point at the metrics ports, and the metric lists in
+docs/chart.md and docs/reconciler.md are the lists the processes export.
+
+The reconciler's registry is assembled the way `modelbooster reconciler` assembles it from the chart's own
+arguments (reconciler/main.py): Metrics(), the ModelBooster controller, then the certificate duty and the
+Inferno controller, which register their metrics on the same registry when they are set up. Nothing is
+started, so no request is made.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from modelbooster.cli import build_parser
+from reconciler.certduty import register_cert_duty
+from reconciler.certduty_settings import cert_settings_from_args
+from reconciler.client import KubeClient
+from reconciler.inferno.controller import inferno_settings_from_args, register_inferno
+from reconciler.main import settings_from_args
 from reconciler.metrics import Metrics
-from tests.chart.render import NAMESPACE, REPO_ROOT, Rendered, render, selector_matches
+from reconciler.process import build
+from tests.chart.render import NAMESPACE, REPO_ROOT, Rendered, container_args, render, selector_matches
+from tests.e2e.documented import section, table_metric_names
 from webhook.metrics import WebhookMetrics
 
 P = "mb-modelbooster"
-DOC = REPO_ROOT / "docs" / "chart.md"
-# Registered when the ModelBooster controller is set up (reconciler/booster.py), not by Metrics().
-REGISTERED_AT_SETUP = {"modelbooster_boosters"}
+DOCS = REPO_ROOT / "docs"
+DOC = DOCS / "chart.md"
+# The certificate duty's metrics, exported only in the default certificate mode (no cert-manager).
+CERT_DUTY_METRICS = {
+    "modelbooster_cabundle_injections_total",
+    "modelbooster_certificates_issued_total",
+    "modelbooster_certificate_secret_repairs_total",
+    "modelbooster_certificate_sync_errors_total",
+    "modelbooster_certificate_expiry_timestamp_seconds",
+}
+INFERNO_METRICS = {
+    "inferno_optimizations_total",
+    "inferno_optimization_duration_seconds",
+    "inferno_desired_alloc_writes_total",
+    "inferno_remote_requests_total",
+}
 
 
 @pytest.mark.parametrize("component", ["webhook", "reconciler"])
@@ -81,9 +110,64 @@ def _documented(section: str) -> set[str]:
     return set(re.findall(r"^\| `([a-z_]+)` \|", match.group(1), flags=re.MULTILINE))
 
 
+def _types(registry: CollectorRegistry) -> dict[str, str]:
+    return {
+        f"{family.name}_total" if family.type == "counter" else family.name: family.type
+        for family in registry.collect()
+    }
+
+
+@pytest.fixture
+def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The processes read MODELBOOSTER_* and INFERNO_* variables as defaults; only the chart's arguments count.
+    for name in list(os.environ):
+        if name.startswith(("MODELBOOSTER_", "INFERNO_")):
+            monkeypatch.delenv(name)
+
+
+async def _reconciler_registry(rendered: Rendered) -> CollectorRegistry:
+    """The registry of a reconciler started with the rendered arguments, assembled like reconciler/main.py."""
+    command_line = container_args(rendered.deployment("reconciler"), "reconciler")
+    args: argparse.Namespace = build_parser().parse_args(command_line)
+    environ = {"POD_NAMESPACE": NAMESPACE, "POD_NAME": "reconciler-0"}
+    settings = settings_from_args(args, environ=environ)
+    metrics = Metrics()
+    client = KubeClient.for_url("http://127.0.0.1:9", metrics=metrics)  # never called: nothing is started
+    try:
+        process = build(settings, client, metrics)
+        register_cert_duty(process.manager, client, cert_settings_from_args(args, environ=environ))
+        register_inferno(process.manager, client, inferno_settings_from_args(args, environ=environ))
+    finally:
+        await client.close()
+    return metrics.registry
+
+
 def test_docs_list_exactly_the_webhook_metrics() -> None:
     assert _documented("Webhook metrics") == _exported(WebhookMetrics().registry)
 
 
-def test_docs_list_exactly_the_reconciler_metrics() -> None:
-    assert _documented("Reconciler metrics") == _exported(Metrics().registry) | REGISTERED_AT_SETUP
+@pytest.mark.usefixtures("_no_settings_from_the_environment")
+async def test_docs_list_exactly_the_reconciler_metrics(defaults: Rendered) -> None:
+    exported = _exported(await _reconciler_registry(defaults))
+    # Teeth: the assembly above really includes what the duties register later than Metrics().
+    assert CERT_DUTY_METRICS | INFERNO_METRICS | {"modelbooster_boosters"} <= exported
+    assert _documented("Reconciler metrics") == exported
+
+
+@pytest.mark.usefixtures("_no_settings_from_the_environment")
+async def test_reconciler_docs_agree_with_the_exported_types(defaults: Rendered) -> None:
+    types = _types(await _reconciler_registry(defaults))
+    for document, heading in (("chart.md", "Reconciler metrics"), ("reconciler.md", "Metrics")):
+        documented = table_metric_names(section((DOCS / document).read_text(), heading))
+        assert set(documented) == set(types) - {n for n in types if n.startswith(("process_", "python_"))}, document
+        wrong = {name: (kind, types[name]) for name, kind in documented.items() if kind and kind != types[name]}
+        assert wrong == {}, f"{document}: documented type differs from the exported one"
+
+
+@pytest.mark.usefixtures("_no_settings_from_the_environment")
+async def test_without_the_duties_their_metrics_are_not_exported(rendered_scenarios: dict[str, Rendered]) -> None:
+    """cert-manager mode turns the certificate duty off (--no-cert-duty): the docs say those metrics are for
+    the default mode only."""
+    exported = _exported(await _reconciler_registry(rendered_scenarios["cert-manager"]))
+    assert not exported & CERT_DUTY_METRICS
+    assert exported >= INFERNO_METRICS
