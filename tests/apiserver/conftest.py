@@ -1,8 +1,4 @@
-"""Fixtures for the fake API server's own tests.
-
-The fake's fixtures come from tests/fakeapi/fixtures.py; until the root conftest loads that plugin for
-the whole suite, they are imported here.
-"""
+"""Fixtures for the fake API server's own tests (the fake's fixtures come from the root conftest's plugin)."""
 
 from __future__ import annotations
 
@@ -11,28 +7,7 @@ from typing import Any
 import pytest
 
 from tests.apiserver.widgets import WIDGET_CRD
-from tests.fakeapi.fixtures import (
-    aio_kube_client,
-    aio_kube_config,
-    fake_apiserver,
-    fake_apiserver_config,
-    fake_apiserver_inloop,
-    kube_client,
-    kube_config,
-    kubeconfig_file,
-)
 from tests.fakeapi.server import FakeApiServer
-
-__all__ = [
-    "aio_kube_client",
-    "aio_kube_config",
-    "fake_apiserver",
-    "fake_apiserver_config",
-    "fake_apiserver_inloop",
-    "kube_client",
-    "kube_config",
-    "kubeconfig_file",
-]
 
 
 @pytest.fixture

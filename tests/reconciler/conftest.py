@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 
 from reconciler.client import KubeClient
-from tests.fakeapi.fixtures import fake_apiserver_config, fake_apiserver_inloop
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, crd_documents
-
-__all__ = ["fake_apiserver_config", "fake_apiserver_inloop"]
 
 
 @pytest.fixture
