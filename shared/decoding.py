@@ -8,6 +8,7 @@ the location so that object fields print as `.field`, map keys as `[key]` (apima
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence, Sized
 from typing import Any, TypeVar
 
@@ -56,8 +57,24 @@ def field_errors(error: ValidationError, *, model: type[BaseModel]) -> list[Fiel
         if path in seen:  # one error per field: a union reports once per member
             continue
         seen.add(path)
-        result.append(_field_error(detail, path=path, node=node))
+        found = _field_error(detail, path=path, node=node)
+        if detail["type"] == "extra_forbidden":
+            found = _with_suggestion(found, loc=detail["loc"], schema=schema)
+        result.append(found)
     return result
+
+
+def _with_suggestion(error: FieldError, *, loc: Sequence[int | str], schema: Mapping[str, Any]) -> FieldError:
+    """Name the declared field an unknown one is most likely a typo of (`replicase` -> `replicas`)."""
+    unknown = loc[-1]
+    _, parent = render_location(loc[:-1], schema)
+    declared = list(parent.get("properties", {}))
+    if not isinstance(unknown, str) or not declared:
+        return error
+    close = difflib.get_close_matches(unknown, declared, n=1, cutoff=0.75)
+    if not close:
+        return error
+    return FieldError(path=error.path, type=error.type, detail=f'{error.detail}; did you mean "{close[0]}"?')
 
 
 def render_location(loc: Sequence[int | str], schema: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:

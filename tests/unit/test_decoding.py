@@ -54,6 +54,10 @@ def lines(obj: Any) -> list[str]:
         ),
         (modelbooster(backend(unknown=1)), "spec.backends[0].unknown: Forbidden: field not declared in schema"),
         (
+            modelbooster(backend(minReplica=1)),
+            'spec.backends[0].minReplica: Forbidden: field not declared in schema; did you mean "minReplicas"?',
+        ),
+        (
             {"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "ModelBooster", "metadata": {}},
             "spec: Required value",
         ),
