@@ -11,16 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from reconciler.flags import Flag, add_flags, add_switch
 from reconciler.settings import SettingsError, detect_namespace
 from shared.durations import DurationError, parse_duration
 from shared.naming import is_dns1123_label
 
-# The prefix reconciler/main.py gives every reconciler flag's variable (a test keeps the two equal).
-ENV_PREFIX: Final = "MODELBOOSTER_RECONCILER_"
 DEFAULT_SERVICE: Final = "modelbooster-webhook"
 DEFAULT_TLS_SECRET: Final = "modelbooster-webhook-tls"
 DEFAULT_CA_SECRET: Final = "modelbooster-webhook-ca"
@@ -79,41 +78,24 @@ def parse_interval(text: str) -> float:
     return seconds
 
 
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
-
-
-@dataclass(frozen=True)
-class _Flag:
-    dest: str
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
-
-
-_FLAGS: Final[dict[str, _Flag]] = {
-    "--webhook-service": _Flag("webhook_service", str, DEFAULT_SERVICE, "Service in front of the webhook pods"),
-    "--webhook-namespace": _Flag(
+_FLAGS: Final[dict[str, Flag]] = {
+    "--webhook-service": Flag("webhook_service", str, DEFAULT_SERVICE, "Service in front of the webhook pods"),
+    "--webhook-namespace": Flag(
         "webhook_namespace", str, None, "namespace of that Service and of both Secrets (default: own namespace)"
     ),
-    "--webhook-tls-secret": _Flag(
+    "--webhook-tls-secret": Flag(
         "webhook_tls_secret", str, DEFAULT_TLS_SECRET, "Secret the webhook mounts (tls.crt, tls.key, ca.crt)"
     ),
-    "--webhook-ca-secret": _Flag(
+    "--webhook-ca-secret": Flag(
         "webhook_ca_secret", str, DEFAULT_CA_SECRET, "Secret holding the CA key (ca.crt, ca.key); never mounted"
     ),
-    "--webhook-configuration": _Flag(
+    "--webhook-configuration": Flag(
         "webhook_configuration",
         str,
         DEFAULT_CONFIGURATION,
         "name of the Mutating and the Validating webhook configuration to inject caBundle into",
     ),
-    "--cert-check-interval": _Flag(
+    "--cert-check-interval": Flag(
         "cert_check_interval",
         parse_interval,
         DEFAULT_CHECK_INTERVAL,
@@ -122,50 +104,21 @@ _FLAGS: Final[dict[str, _Flag]] = {
 }
 
 
-def env_name(flag: str) -> str:
-    return ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
-
-
-def _typed(flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
-
-    convert.__name__ = flag.removeprefix("--")
-    return convert
-
-
 def add_cert_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
     """Add the duty's flags to the reconciler's parser (defaults from `environ`, os.environ by default)."""
     env = os.environ if environ is None else environ
     group = parser.add_argument_group("webhook certificates (self-signed mode)")
-    variable = env_name("--cert-duty")
-    enabled = True
-    if variable in env:
-        try:
-            enabled = _bool(env[variable])
-        except ValueError as error:
-            parser.error(f"environment variable {variable}: {error}")
-    group.add_argument(
+    add_switch(
+        group,
         "--cert-duty",
         dest="cert_duty",
-        action=argparse.BooleanOptionalAction,
-        default=enabled,
+        default=True,
         help="create and rotate the webhook's CA and serving certificate and inject caBundle (leader only); "
-        f"turn off when cert-manager issues them [env {variable}]",
+        "turn off when cert-manager issues them",
+        parser=parser,
+        environ=env,
     )
-    for flag, spec in _FLAGS.items():
-        convert = _typed(flag, spec.parse)
-        default = spec.default
-        variable = env_name(flag)
-        if variable in env:
-            try:
-                default = convert(env[variable])
-            except argparse.ArgumentTypeError as error:
-                parser.error(f"environment variable {variable}: {error}")
-        group.add_argument(flag, dest=spec.dest, type=convert, default=default, help=f"{spec.help} [env {variable}]")
+    add_flags(group, _FLAGS, parser=parser, environ=env)
 
 
 def cert_settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None) -> CertDutySettings:

@@ -25,6 +25,7 @@ from typing import Any, Final
 from reconciler.certduty import register_cert_duty
 from reconciler.certduty_settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
 from reconciler.client import KubeClient
+from reconciler.flags import Flag, add_flags, add_switch
 from reconciler.inferno.controller import (
     InfernoSettings,
     InfernoSettingsError,
@@ -40,7 +41,6 @@ from reconciler.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE
 
 logger = logging.getLogger(__name__)
 
-ENV_PREFIX: Final = "MODELBOOSTER_RECONCILER_"
 
 
 def _namespaces(text: str) -> tuple[str, ...]:
@@ -99,96 +99,48 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
-
-
-@dataclass(frozen=True)
-class _Flag:
-    dest: str
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
-
-
-_FLAGS: Final[dict[str, _Flag]] = {
-    "--kubeconfig": _Flag("kubeconfig", str, None, "kubeconfig file (default: in-cluster, then $KUBECONFIG/~/.kube)"),
-    "--namespaces": _Flag("namespaces", _namespaces, (), "comma-separated namespaces to watch (default: all)"),
-    "--workers": _Flag("workers", _positive_int, 5, "ModelBoosters reconciled in parallel"),
-    "--qps": _Flag("qps", _non_negative_float, 0.0, "client-side API request rate limit (0: none; rely on APF)"),
-    "--burst": _Flag("burst", lambda text: int(_non_negative_float(text)), 0, "burst of the client-side limit"),
-    "--runtime-image": _Flag("runtime_image", str, DEFAULT_RUNTIME_IMAGE, "runtime sidecar image"),
-    "--downloader-image": _Flag("downloader_image", str, DEFAULT_DOWNLOADER_IMAGE, "model/LoRA downloader image"),
-    "--config-map": _Flag("config_map", str, None, "settings ConfigMap in the controller namespace (watched)"),
-    "--controller-namespace": _Flag(
+_FLAGS: Final[dict[str, Flag]] = {
+    "--kubeconfig": Flag("kubeconfig", str, None, "kubeconfig file (default: in-cluster, then $KUBECONFIG/~/.kube)"),
+    "--namespaces": Flag("namespaces", _namespaces, (), "comma-separated namespaces to watch (default: all)"),
+    "--workers": Flag("workers", _positive_int, 5, "ModelBoosters reconciled in parallel"),
+    "--qps": Flag("qps", _non_negative_float, 0.0, "client-side API request rate limit (0: none; rely on APF)"),
+    "--burst": Flag("burst", lambda text: int(_non_negative_float(text)), 0, "burst of the client-side limit"),
+    "--runtime-image": Flag("runtime_image", str, DEFAULT_RUNTIME_IMAGE, "runtime sidecar image"),
+    "--downloader-image": Flag("downloader_image", str, DEFAULT_DOWNLOADER_IMAGE, "model/LoRA downloader image"),
+    "--config-map": Flag("config_map", str, None, "settings ConfigMap in the controller namespace (watched)"),
+    "--controller-namespace": Flag(
         "controller_namespace", str, None, "namespace of the settings ConfigMap and the Lease (default: own)"
     ),
-    "--lease-name": _Flag("lease_name", str, "modelbooster-reconciler", "name of the leader-election Lease"),
-    "--lease-namespace": _Flag("lease_namespace", str, None, "namespace of the Lease (default: own)"),
-    "--lease-duration": _Flag("lease_duration", _positive_float, 15.0, "seconds a Lease stays valid"),
-    "--renew-deadline": _Flag("renew_deadline", _positive_float, 10.0, "seconds the leader may fail to renew"),
-    "--retry-period": _Flag("retry_period", _positive_float, 2.0, "seconds between Lease attempts"),
-    "--metrics-bind-address": _Flag("metrics_host", str, "0.0.0.0", "address of /metrics, /healthz, /readyz"),
-    "--metrics-port": _Flag("metrics_port", _port, 8080, "port of /metrics, /healthz, /readyz (0: off)"),
-    "--log-level": _Flag("log_level", _choice("debug", "info", "warning", "error"), "info", "log level"),
-    "--log-format": _Flag("log_format", _choice("text", "json"), "text", "text, or json (one object per line)"),
-    "--field-manager": _Flag("field_manager", str, "modelbooster", "server-side apply field manager"),
-    "--resync-period": _Flag("resync_period", _non_negative_float, 600.0, "seconds between full resyncs (0: off)"),
-    "--watch-timeout": _Flag("watch_timeout", _positive_int, 300, "server-side timeout of each watch (s)"),
-    "--lora-timeout": _Flag("lora_timeout", _positive_float, 300.0, "timeout of one LoRA load/unload call (s)"),
-    "--shutdown-timeout": _Flag("shutdown_timeout", _non_negative_float, 25.0, "seconds to finish in-flight work"),
-    "--event-loop": _Flag("event_loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop if installed"),
+    "--lease-name": Flag("lease_name", str, "modelbooster-reconciler", "name of the leader-election Lease"),
+    "--lease-namespace": Flag("lease_namespace", str, None, "namespace of the Lease (default: own)"),
+    "--lease-duration": Flag("lease_duration", _positive_float, 15.0, "seconds a Lease stays valid"),
+    "--renew-deadline": Flag("renew_deadline", _positive_float, 10.0, "seconds the leader may fail to renew"),
+    "--retry-period": Flag("retry_period", _positive_float, 2.0, "seconds between Lease attempts"),
+    "--metrics-bind-address": Flag("metrics_host", str, "0.0.0.0", "address of /metrics, /healthz, /readyz"),
+    "--metrics-port": Flag("metrics_port", _port, 8080, "port of /metrics, /healthz, /readyz (0: off)"),
+    "--log-level": Flag("log_level", _choice("debug", "info", "warning", "error"), "info", "log level"),
+    "--log-format": Flag("log_format", _choice("text", "json"), "text", "text, or json (one object per line)"),
+    "--field-manager": Flag("field_manager", str, "modelbooster", "server-side apply field manager"),
+    "--resync-period": Flag("resync_period", _non_negative_float, 600.0, "seconds between full resyncs (0: off)"),
+    "--watch-timeout": Flag("watch_timeout", _positive_int, 300, "server-side timeout of each watch (s)"),
+    "--lora-timeout": Flag("lora_timeout", _positive_float, 300.0, "timeout of one LoRA load/unload call (s)"),
+    "--shutdown-timeout": Flag("shutdown_timeout", _non_negative_float, 25.0, "seconds to finish in-flight work"),
+    "--event-loop": Flag("event_loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop if installed"),
 }
 _LEADER_ELECT_DEFAULT: Final = True
 
 
-def env_name(flag: str) -> str:
-    return ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
-
-
-def _typed(flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
-
-    convert.__name__ = flag.removeprefix("--")
-    return convert
-
-
 def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
     env = os.environ if environ is None else environ
-    for flag, spec in _FLAGS.items():
-        convert = _typed(flag, spec.parse)
-        default = spec.default
-        variable = env_name(flag)
-        if variable in env:
-            try:
-                default = convert(env[variable])
-            except argparse.ArgumentTypeError as error:
-                parser.error(f"environment variable {variable}: {error}")
-        parser.add_argument(
-            flag, dest=spec.dest, type=convert, default=default, help=f"{spec.help} [env {variable}]"
-        )
-    leader_default = _LEADER_ELECT_DEFAULT
-    variable = env_name("--leader-elect")
-    if variable in env:
-        try:
-            leader_default = _bool(env[variable])
-        except ValueError as error:
-            parser.error(f"environment variable {variable}: {error}")
-    parser.add_argument(
+    add_flags(parser, _FLAGS, parser=parser, environ=env)
+    add_switch(
+        parser,
         "--leader-elect",
         dest="leader_elect",
-        action=argparse.BooleanOptionalAction,
-        default=leader_default,
-        help=f"elect a leader through a Lease; only the leader writes [env {variable}]",
+        default=_LEADER_ELECT_DEFAULT,
+        help="elect a leader through a Lease; only the leader writes",
+        parser=parser,
+        environ=env,
     )
     add_cert_arguments(parser, environ=env)
     add_inferno_arguments(parser, environ=env)

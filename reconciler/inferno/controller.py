@@ -43,6 +43,7 @@ from pydantic import ValidationError
 from reconciler.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.controller import Controller, KeyMapper, ObjectKey, ReconcileError, Result, TerminalError
 from reconciler.events import EventRecorder
+from reconciler.flags import env_name
 from reconciler.inferno.controller_metrics import InfernoMetrics
 from reconciler.inferno.engine import InvalidSystemError, optimize
 from reconciler.inferno.milp import MilpError, MilpUnavailableError
@@ -97,7 +98,6 @@ EVENT_MIRROR_FAILED: Final = "MirrorFailed"
 ENV_HOST: Final = "INFERNO_HOST"
 ENV_PORT: Final = "INFERNO_PORT"
 ENV_STATELESS: Final = "INFERNO_STATELESS"
-ENV_PREFIX: Final = "MODELBOOSTER_RECONCILER_"
 # strconv.ParseBool, which the reference used; anything else is an error here (the reference silently
 # turned e.g. "yes" into false, i.e. stateful).
 _GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -174,10 +174,6 @@ def remote_settings_from_env(environ: Mapping[str, str], *, timeout: float = DEF
         raise InfernoSettingsError(f"{ENV_HOST}/{ENV_PORT}: {error}") from None
 
 
-def _env_name(flag: str) -> str:
-    return ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
-
-
 def _namespace_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
@@ -198,7 +194,7 @@ def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[s
     the reference's own variables, INFERNO_HOST, INFERNO_PORT and INFERNO_STATELESS."""
     env = os.environ if environ is None else environ
     enabled = True
-    variable = _env_name("--inferno")
+    variable = env_name("--inferno")
     if env.get(variable, "").strip():
         try:
             enabled = parse_go_bool(env[variable].strip(), name=variable)
@@ -211,7 +207,7 @@ def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[s
         default=enabled,
         help=f"run the Inferno controller (Optimizer.spec.optimize -> Server desiredAlloc) [env {variable}]",
     )
-    variable = _env_name("--inferno-namespaces")
+    variable = env_name("--inferno-namespaces")
     parser.add_argument(
         "--inferno-namespaces",
         dest="inferno_namespaces",
@@ -219,7 +215,7 @@ def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[s
         default=_namespace_list(env[variable]) if env.get(variable, "").strip() else None,
         help=f"comma-separated namespaces of Inferno objects (default: those of --namespaces) [env {variable}]",
     )
-    variable = _env_name("--inferno-timeout")
+    variable = env_name("--inferno-timeout")
     timeout = DEFAULT_TIMEOUT
     if env.get(variable, "").strip():
         try:

@@ -32,7 +32,6 @@ from certs.authority import create_ca, issue_serving_cert
 from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
 from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
 from certs.secret import parse_ca_secret, parse_serving_secret
-from reconciler import main as reconciler_main
 from reconciler.certduty import (
     MUTATING_WEBHOOK_CONFIGURATION,
     SECRET,
@@ -42,7 +41,6 @@ from reconciler.certduty import (
 )
 from reconciler.certduty_metrics import CertDutyMetrics
 from reconciler.certduty_settings import (
-    ENV_PREFIX,
     CertDutySettings,
     add_cert_arguments,
     cert_settings_from_args,
@@ -1092,10 +1090,6 @@ def test_flags_and_environment() -> None:
     # A flag beats its variable.
     assert _parse(["--cert-duty", "--webhook-namespace", "flag"], environ).enabled is True
     assert _parse(["--webhook-namespace", "flag"], environ).namespace == "flag"
-
-
-def test_variable_prefix_is_the_reconcilers() -> None:
-    assert ENV_PREFIX == reconciler_main.ENV_PREFIX
 
 
 @pytest.mark.parametrize(
