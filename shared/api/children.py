@@ -18,9 +18,8 @@ from kubernetes.client import V1LabelSelector, V1ObjectReference, V1PodSpec
 from pydantic import ConfigDict, Field
 
 from shared.api.base import ApiModel, Condition, ObjectMeta
-from shared.api.modelbooster import ModelMatch
+from shared.api.modelbooster import AutoscalingMetric, ModelMatch
 from shared.constants import MAX_REPLICAS
-from shared.quantity import Quantity
 
 Int32 = Annotated[int, Field(json_schema_extra={"format": "int32"})]
 Int64 = Annotated[int, Field(json_schema_extra={"format": "int64"})]
@@ -46,11 +45,6 @@ class EmptyStatus(ApiModel):
 
 
 # --- AutoscalingPolicy (workload.serving.volcano.sh/v1alpha1, §1.4) -------------------------------------------
-
-
-class AutoscalingPolicyMetric(ApiModel):
-    metric_name: str
-    target_value: Quantity
 
 
 class StablePolicy(ApiModel):
@@ -80,7 +74,7 @@ class AutoscalingPolicyBehavior(ApiModel):
 
 class AutoscalingPolicySpec(ApiModel):
     tolerance_percent: Int32 | None = Field(default=None, ge=0, le=100, json_schema_extra=_default(10))
-    metrics: list[AutoscalingPolicyMetric] = Field(min_length=1)
+    metrics: list[AutoscalingMetric] = Field(min_length=1)
     behavior: AutoscalingPolicyBehavior | None = None
 
 
