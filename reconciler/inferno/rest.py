@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -151,43 +151,79 @@ def _state(request: web.Request) -> OptimizerState:
 # --- accelerators ----------------------------------------------------------------------------------------
 
 
-async def set_accelerators(request: web.Request) -> web.Response:
-    body = await _body(request, wire.WireAcceleratorData)
-    state = _state(request)
-    async with state.lock:
-        for accelerator in body.accelerators:
-            state.system.accelerators[accelerator.name] = wire.accelerator_from_wire(accelerator)
-    return _reply(body.dump())
+_Item = TypeVar("_Item")
+_Named = TypeVar("_Named", wire.WireAccelerator, wire.WireServer)
 
 
-async def get_accelerators(request: web.Request) -> web.Response:
-    return _reply([wire.accelerator_to_wire(a) for a in _state(request).system.accelerators.values()])
+@dataclass(frozen=True)
+class _NamedCollection(Generic[_Item, _Named]):
+    """A named collection of the held system with the reference's five endpoints (set, list, get, add,
+    remove); accelerators and servers are served by the same code."""
+
+    noun: str
+    single: type[_Named]
+    bulk: type[BaseModel]
+    bulk_items: Callable[[Any], list[_Named]]
+    items: Callable[[System], dict[str, _Item]]
+    to_wire: Callable[[_Item], dict[str, Any]]
+    from_wire: Callable[[_Named], _Item]
+    listing: Callable[[list[dict[str, Any]]], Any]
+
+    async def set_all(self, request: web.Request) -> web.Response:
+        body: Any = await _body(request, self.bulk)  # a wire model: it has dump()
+        state = _state(request)
+        async with state.lock:
+            for entry in self.bulk_items(body):
+                self.items(state.system)[entry.name] = self.from_wire(entry)
+        return _reply(body.dump())
+
+    async def get_all(self, request: web.Request) -> web.Response:
+        return _reply(self.listing([self.to_wire(item) for item in self.items(_state(request).system).values()]))
+
+    async def get_one(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        item = self.items(_state(request).system).get(name)
+        if item is None:
+            return _message(404, f"{self.noun} {name} not found")
+        return _reply(self.to_wire(item))
+
+    async def add(self, request: web.Request) -> web.Response:
+        body = await _body(request, self.single)
+        state = _state(request)
+        async with state.lock:
+            self.items(state.system)[body.name] = self.from_wire(body)
+        return _reply(body.dump())
+
+    async def remove(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        state = _state(request)
+        async with state.lock:
+            item = self.items(state.system).pop(name, None)
+        if item is None:
+            return _message(404, f"{self.noun} {name} not found")
+        return _reply(self.to_wire(item))
 
 
-async def get_accelerator(request: web.Request) -> web.Response:
-    name = request.match_info["name"]
-    accelerator = _state(request).system.accelerators.get(name)
-    if accelerator is None:
-        return _message(404, f"accelerator {name} not found")
-    return _reply(wire.accelerator_to_wire(accelerator))
-
-
-async def add_accelerator(request: web.Request) -> web.Response:
-    body = await _body(request, wire.WireAccelerator)
-    state = _state(request)
-    async with state.lock:
-        state.system.accelerators[body.name] = wire.accelerator_from_wire(body)
-    return _reply(body.dump())
-
-
-async def remove_accelerator(request: web.Request) -> web.Response:
-    name = request.match_info["name"]
-    state = _state(request)
-    async with state.lock:
-        accelerator = state.system.accelerators.pop(name, None)
-    if accelerator is None:
-        return _message(404, f"accelerator {name} not found")
-    return _reply(wire.accelerator_to_wire(accelerator))
+ACCELERATORS: Final = _NamedCollection(
+    noun="accelerator",
+    single=wire.WireAccelerator,
+    bulk=wire.WireAcceleratorData,
+    bulk_items=lambda body: list(body.accelerators),
+    items=lambda system: system.accelerators,
+    to_wire=wire.accelerator_to_wire,
+    from_wire=wire.accelerator_from_wire,
+    listing=lambda entries: entries,
+)
+SERVERS: Final = _NamedCollection(
+    noun="server",
+    single=wire.WireServer,
+    bulk=wire.WireServerData,
+    bulk_items=lambda body: list(body.servers),
+    items=lambda system: system.servers,
+    to_wire=wire.server_to_wire,
+    from_wire=wire.server_from_wire,
+    listing=lambda entries: {"servers": entries},
+)
 
 
 # --- capacity --------------------------------------------------------------------------------------------
@@ -393,48 +429,6 @@ async def remove_service_class_target(request: web.Request) -> web.Response:
     return _reply(wire.target_to_wire(target))
 
 
-# --- servers ---------------------------------------------------------------------------------------------
-
-
-async def set_servers(request: web.Request) -> web.Response:
-    body = await _body(request, wire.WireServerData)
-    state = _state(request)
-    async with state.lock:
-        for server in body.servers:
-            state.system.servers[server.name] = wire.server_from_wire(server)
-    return _reply(body.dump())
-
-
-async def get_servers(request: web.Request) -> web.Response:
-    return _reply({"servers": [wire.server_to_wire(s) for s in _state(request).system.servers.values()]})
-
-
-async def get_server(request: web.Request) -> web.Response:
-    name = request.match_info["name"]
-    server = _state(request).system.servers.get(name)
-    if server is None:
-        return _message(404, f"server {name} not found")
-    return _reply(wire.server_to_wire(server))
-
-
-async def add_server(request: web.Request) -> web.Response:
-    body = await _body(request, wire.WireServer)
-    state = _state(request)
-    async with state.lock:
-        state.system.servers[body.name] = wire.server_from_wire(body)
-    return _reply(body.dump())
-
-
-async def remove_server(request: web.Request) -> web.Response:
-    name = request.match_info["name"]
-    state = _state(request)
-    async with state.lock:
-        server = state.system.servers.pop(name, None)
-    if server is None:
-        return _message(404, f"server {name} not found")
-    return _reply(wire.server_to_wire(server))
-
-
 async def apply_allocation(request: web.Request) -> web.Response:
     """Simulated actuation: every server's desired allocation (with its load) becomes its current one."""
     state = _state(request)
@@ -507,8 +501,8 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 
 
 _READ_ROUTES: Final[list[tuple[str, str, Handler]]] = [
-    ("GET", "/getAccelerators", get_accelerators),
-    ("GET", "/getAccelerator/{name}", get_accelerator),
+    ("GET", "/getAccelerators", ACCELERATORS.get_all),
+    ("GET", "/getAccelerator/{name}", ACCELERATORS.get_one),
     ("GET", "/getCapacities", get_capacities),
     ("GET", "/getCapacity/{type}", get_capacity),
     ("GET", "/getModels", get_models),
@@ -516,16 +510,16 @@ _READ_ROUTES: Final[list[tuple[str, str, Handler]]] = [
     ("GET", "/getServiceClasses", get_service_classes),
     ("GET", "/getServiceClass/{name}", get_service_class),
     ("GET", "/getServiceClassModelTarget/{name}/{model}", get_service_class_target),
-    ("GET", "/getServers", get_servers),
-    ("GET", "/getServer/{name}", get_server),
+    ("GET", "/getServers", SERVERS.get_all),
+    ("GET", "/getServer/{name}", SERVERS.get_one),
     ("GET", "/getModelAcceleratorPerf/{name}/{acc}", get_model_perf),
     ("POST", "/optimizeOne", optimize_one),
 ]
 
 _STATEFUL_ROUTES: Final[list[tuple[str, str, Handler]]] = [
-    ("POST", "/setAccelerators", set_accelerators),
-    ("POST", "/addAccelerator", add_accelerator),
-    ("GET", "/removeAccelerator/{name}", remove_accelerator),
+    ("POST", "/setAccelerators", ACCELERATORS.set_all),
+    ("POST", "/addAccelerator", ACCELERATORS.add),
+    ("GET", "/removeAccelerator/{name}", ACCELERATORS.remove),
     ("POST", "/setCapacities", set_capacities),
     ("POST", "/setCapacity", set_capacity),
     ("GET", "/removeCapacity/{type}", remove_capacity),
@@ -539,9 +533,9 @@ _STATEFUL_ROUTES: Final[list[tuple[str, str, Handler]]] = [
     ("POST", "/addServiceClassModelTargets", add_service_class_targets),
     ("POST", "/addServiceClassModelTarget", add_service_class_target),
     ("GET", "/removeServiceClassModelTarget/{name}/{model}", remove_service_class_target),
-    ("POST", "/setServers", set_servers),
-    ("POST", "/addServer", add_server),
-    ("GET", "/removeServer/{name}", remove_server),
+    ("POST", "/setServers", SERVERS.set_all),
+    ("POST", "/addServer", SERVERS.add),
+    ("GET", "/removeServer/{name}", SERVERS.remove),
     ("POST", "/optimize", optimize_held),
     ("GET", "/applyAllocation", apply_allocation),
 ]
