@@ -299,6 +299,19 @@ class Registry:
         obj = self.decode(req, body)
         return await self._create(req, obj, entries=None, options_kind="CreateOptions")
 
+    def _record_update(self, req: Request, *, live: Obj | None, new: Obj) -> list[managed.Entry]:
+        """managedFields after a create or update by the request's field manager (Update operation)."""
+        return managed.record_update(
+            entries=managed.starting_entries(new, live),
+            live=live,
+            new=new,
+            schema=self.type_schema(req.res, req.version),
+            manager=req.field_manager,
+            api_version=req.res.api_version(req.version),
+            scope=req.scope,
+            now=self.now(),
+        )
+
     def _check_namespace(self, req: Request, name: str) -> None:
         if not req.res.namespaced or not self.require_namespaces:
             return
@@ -340,16 +353,7 @@ class Registry:
         if _positive_rv(metadata.get("resourceVersion")):
             raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
         if entries is None:
-            entries = managed.record_update(
-                entries=managed.starting_entries(obj, None),
-                live=None,
-                new=obj,
-                schema=self.type_schema(res, req.version),
-                manager=req.field_manager,
-                api_version=res.api_version(req.version),
-                scope=req.scope,
-                now=self.now(),
-            )
+            entries = self._record_update(req, live=None, new=obj)
         outcome = await self._mutate(
             req,
             Attributes(
@@ -465,16 +469,7 @@ class Registry:
         new_meta = new.setdefault("metadata", {})
         old_meta = existing.get("metadata", {})
         if entries is None:
-            entries = managed.record_update(
-                entries=managed.starting_entries(new, old_served),
-                live=old_served,
-                new=new,
-                schema=self.type_schema(res, req.version),
-                manager=req.field_manager,
-                api_version=res.api_version(req.version),
-                scope=req.scope,
-                now=self.now(),
-            )
+            entries = self._record_update(req, live=old_served, new=new)
         if new_meta.get("uid") and new_meta["uid"] != old_meta.get("uid"):
             raise e.conflict(
                 res.group_resource,
