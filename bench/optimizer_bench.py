@@ -26,8 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reconciler.inferno.engine import build_candidates, optimize  # noqa: E402
-from reconciler.inferno.system import (  # noqa: E402
+from optimizer.engine import build_candidates, optimize  # noqa: E402
+from optimizer.system import (  # noqa: E402
     Accelerator,
     Allocation,
     Load,

@@ -2,7 +2,7 @@
 
 Runs the fake API server (`python -m tests.fakeapi`) and the reconciler (`modelbooster reconciler`) as separate
 processes, then:
-1. raw write throughput: the same API client (reconciler/client.py) creates the very children the reconciler
+1. raw write throughput: the same API client (reconciler/runtime/client.py) creates the very children the reconciler
    would write for `--raw-boosters` ModelBoosters (without owner references or our labels, in a scratch
    namespace, so the reconciler ignores them), with `--raw-concurrency` requests in flight;
 2. creates `--boosters` ModelBoosters (2 vLLM backends each, model-level autoscaling) and measures the time until
@@ -36,9 +36,10 @@ from typing import Any
 
 import aiohttp
 
-from reconciler.client import ApiError, KubeClient
-from reconciler.kinds import MODEL_BOOSTER, Kind, child_kind_of
-from reconciler.synthesis import SynthesisSettings, synthesize
+from reconciler.modelbooster.kinds import MODEL_BOOSTER, child_kind_of
+from reconciler.modelbooster.synthesis import SynthesisSettings, synthesize
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.kinds import Kind
 from shared.validation import parse_modelbooster
 
 ROOT = Path(__file__).resolve().parent.parent

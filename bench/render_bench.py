@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reconciler.synthesis import SynthesisSettings, synthesize
+from reconciler.modelbooster.synthesis import SynthesisSettings, synthesize
 from shared.validation import parse_modelbooster, validate_modelbooster
 
 RESULTS = Path(__file__).parent / "results" / "render.json"

@@ -3,29 +3,40 @@
 Every flag can also be given as an environment variable `MODELBOOSTER_RECONCILER_<FLAG>` (upper case, dashes as
 underscores, e.g. `MODELBOOSTER_RECONCILER_WORKERS=8`); the flag wins over the variable, which wins over the
 built-in default. The settings ConfigMap (`--config-map`) overrides the image and engine-env settings while
-running (reconciler/settings.py).
+running (reconciler/modelbooster/settings.py).
 
 Besides the ModelBooster controller the process runs, when enabled, the webhook-certificate duty (leader only;
-flags in reconciler/certduty_settings.py) and the Inferno controller (flags in reconciler/inferno/controller.py).
+flags in reconciler/certduty/settings.py) and the Inferno controller (flags in reconciler/inferno/controller.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from reconciler.certduty import register_cert_duty
-from reconciler.certduty_settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
-from reconciler.client import KubeClient
-from reconciler.flags import Flag, add_flags, add_switch
+from process.flags import (
+    Flag,
+    add_flags,
+    add_switch,
+    choice,
+    comma_list,
+    non_negative_float,
+    port,
+    positive_float,
+    positive_int,
+)
+from process.logs import configure
+from process.loop import EVENT_LOOPS, event_loop_runner
+from reconciler.assembly import ReconcilerProcess, serve
+from reconciler.certduty.duty import register_cert_duty
+from reconciler.certduty.settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
 from reconciler.inferno.controller import (
     InfernoSettings,
     InfernoSettingsError,
@@ -33,78 +44,23 @@ from reconciler.inferno.controller import (
     inferno_settings_from_args,
     register_inferno,
 )
-from reconciler.leader import LeaseTimings
-from reconciler.logs import configure
-from reconciler.process import ReconcilerProcess, serve
-from reconciler.settings import ReconcilerSettings, SettingsError, detect_identity, detect_namespace
-from reconciler.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE
+from reconciler.modelbooster.settings import ReconcilerSettings
+from reconciler.modelbooster.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE
+from reconciler.runtime.client import KubeClient
+from reconciler.runtime.environment import SettingsError, detect_identity, detect_namespace
+from reconciler.runtime.flags import ENV_PREFIX
+from reconciler.runtime.leader import LeaseTimings
 
 logger = logging.getLogger(__name__)
 
 
 
-def _namespaces(text: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    return names
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError("not an integer") from None
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError("not a number") from None
-
-
-def _positive_int(text: str) -> int:
-    value = _int(text)
-    if value < 1:
-        raise ValueError("must be at least 1")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = _float(text)
-    if value < 0:
-        raise ValueError("must not be negative")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = _float(text)
-    if value <= 0:
-        raise ValueError("must be positive")
-    return value
-
-
-def _port(text: str) -> int:
-    value = _int(text)
-    if not 0 <= value <= 65535:
-        raise ValueError("must be 0..65535")
-    return value
-
-
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text.lower() not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}")
-        return text.lower()
-
-    return parse
-
-
 _FLAGS: Final[dict[str, Flag]] = {
     "--kubeconfig": Flag("kubeconfig", str, None, "kubeconfig file (default: in-cluster, then $KUBECONFIG/~/.kube)"),
-    "--namespaces": Flag("namespaces", _namespaces, (), "comma-separated namespaces to watch (default: all)"),
-    "--workers": Flag("workers", _positive_int, 5, "ModelBoosters reconciled in parallel"),
-    "--qps": Flag("qps", _non_negative_float, 0.0, "client-side API request rate limit (0: none; rely on APF)"),
-    "--burst": Flag("burst", lambda text: int(_non_negative_float(text)), 0, "burst of the client-side limit"),
+    "--namespaces": Flag("namespaces", comma_list, (), "comma-separated namespaces to watch (default: all)"),
+    "--workers": Flag("workers", positive_int, 5, "ModelBoosters reconciled in parallel"),
+    "--qps": Flag("qps", non_negative_float, 0.0, "client-side API request rate limit (0: none; rely on APF)"),
+    "--burst": Flag("burst", lambda text: int(non_negative_float(text)), 0, "burst of the client-side limit"),
     "--runtime-image": Flag("runtime_image", str, DEFAULT_RUNTIME_IMAGE, "runtime sidecar image"),
     "--downloader-image": Flag("downloader_image", str, DEFAULT_DOWNLOADER_IMAGE, "model/LoRA downloader image"),
     "--config-map": Flag("config_map", str, None, "settings ConfigMap in the controller namespace (watched)"),
@@ -113,32 +69,33 @@ _FLAGS: Final[dict[str, Flag]] = {
     ),
     "--lease-name": Flag("lease_name", str, "modelbooster-reconciler", "name of the leader-election Lease"),
     "--lease-namespace": Flag("lease_namespace", str, None, "namespace of the Lease (default: own)"),
-    "--lease-duration": Flag("lease_duration", _positive_float, 15.0, "seconds a Lease stays valid"),
-    "--renew-deadline": Flag("renew_deadline", _positive_float, 10.0, "seconds the leader may fail to renew"),
-    "--retry-period": Flag("retry_period", _positive_float, 2.0, "seconds between Lease attempts"),
+    "--lease-duration": Flag("lease_duration", positive_float, 15.0, "seconds a Lease stays valid"),
+    "--renew-deadline": Flag("renew_deadline", positive_float, 10.0, "seconds the leader may fail to renew"),
+    "--retry-period": Flag("retry_period", positive_float, 2.0, "seconds between Lease attempts"),
     "--metrics-bind-address": Flag("metrics_host", str, "0.0.0.0", "address of /metrics, /healthz, /readyz"),
-    "--metrics-port": Flag("metrics_port", _port, 8080, "port of /metrics, /healthz, /readyz (0: off)"),
-    "--log-level": Flag("log_level", _choice("debug", "info", "warning", "error"), "info", "log level"),
-    "--log-format": Flag("log_format", _choice("text", "json"), "text", "text, or json (one object per line)"),
+    "--metrics-port": Flag("metrics_port", port, 8080, "port of /metrics, /healthz, /readyz (0: off)"),
+    "--log-level": Flag("log_level", choice("debug", "info", "warning", "error"), "info", "log level"),
+    "--log-format": Flag("log_format", choice("text", "json"), "text", "text, or json (one object per line)"),
     "--field-manager": Flag("field_manager", str, "modelbooster", "server-side apply field manager"),
-    "--resync-period": Flag("resync_period", _non_negative_float, 600.0, "seconds between full resyncs (0: off)"),
-    "--watch-timeout": Flag("watch_timeout", _positive_int, 300, "server-side timeout of each watch (s)"),
-    "--lora-timeout": Flag("lora_timeout", _positive_float, 300.0, "timeout of one LoRA load/unload call (s)"),
-    "--shutdown-timeout": Flag("shutdown_timeout", _non_negative_float, 25.0, "seconds to finish in-flight work"),
-    "--event-loop": Flag("event_loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop if installed"),
+    "--resync-period": Flag("resync_period", non_negative_float, 600.0, "seconds between full resyncs (0: off)"),
+    "--watch-timeout": Flag("watch_timeout", positive_int, 300, "server-side timeout of each watch (s)"),
+    "--lora-timeout": Flag("lora_timeout", positive_float, 300.0, "timeout of one LoRA load/unload call (s)"),
+    "--shutdown-timeout": Flag("shutdown_timeout", non_negative_float, 25.0, "seconds to finish in-flight work"),
+    "--event-loop": Flag("event_loop", choice(*EVENT_LOOPS), "auto", "auto: uvloop if installed"),
 }
 _LEADER_ELECT_DEFAULT: Final = True
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
     env = os.environ if environ is None else environ
-    add_flags(parser, _FLAGS, parser=parser, environ=env)
+    add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=env)
     add_switch(
         parser,
         "--leader-elect",
         dest="leader_elect",
         default=_LEADER_ELECT_DEFAULT,
         help="elect a leader through a Lease; only the leader writes",
+        prefix=ENV_PREFIX,
         parser=parser,
         environ=env,
     )
@@ -205,17 +162,6 @@ async def _serve_until_signalled(settings: ReconcilerSettings, duties: _Duties) 
     await _serve(settings, duties, stop=stop)
 
 
-def _runner(event_loop: str) -> Callable[[Coroutine[Any, Any, None]], None] | None:
-    if event_loop == "asyncio":
-        return asyncio.run
-    try:
-        module = importlib.import_module("uvloop")
-    except ImportError:
-        return None if event_loop == "uvloop" else asyncio.run
-    runner: Callable[[Coroutine[Any, Any, None]], None] = module.run
-    return runner
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
@@ -224,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"modelbooster reconciler: {error}", file=sys.stderr)
         return 2
     configure(level=settings.log_level, fmt=settings.log_format)
-    runner = _runner(args.event_loop)
+    runner = event_loop_runner(args.event_loop)
     if runner is None:
         print("modelbooster reconciler: --event-loop uvloop requested but uvloop is not installed", file=sys.stderr)
         return 2

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aiohttp import web
-from prometheus_client.aiohttp import make_aiohttp_handler
 
 from certs.reload import TLS_VERSIONS, CertificateReloader, watching
+from process.listener import make_listener_app
 from webhook.admission import (
     AdmissionRequest,
     AdmissionResponse,
@@ -221,9 +221,6 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
 def make_metrics_app(admission_app: web.Application) -> web.Application:
     """The plain-HTTP application for Prometheus and probes, sharing the admission app's state."""
     state = admission_app[STATE]
-    app = web.Application()
+    app = make_listener_app(registry=state.metrics.registry, ready=state.readiness)
     app[STATE] = state
-    app.router.add_get("/metrics", make_aiohttp_handler(state.metrics.registry))
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
     return app

@@ -10,18 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib
 import logging
 import signal
 import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from aiohttp import web
 
+from process.logs import configure
+from process.loop import event_loop_runner
 from webhook import settings as settings_module
 from webhook.app import STATE, WebhookState, make_app, make_metrics_app
-from webhook.logs import configure
 from webhook.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -121,15 +119,6 @@ async def serve(settings: Settings) -> None:
         await server.stop()
 
 
-def _uvloop_runner() -> Callable[[Coroutine[Any, Any, None]], None] | None:
-    try:
-        module = importlib.import_module("uvloop")
-    except ImportError:
-        return None
-    runner: Callable[[Coroutine[Any, Any, None]], None] = module.run
-    return runner
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     settings_module.add_arguments(parser)
 
@@ -137,12 +126,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = settings_module.from_args(args)
     configure(level=settings.log_level, fmt=settings.log_format)
-    uvloop_run = _uvloop_runner() if settings.event_loop != "asyncio" else None
-    if settings.event_loop == "uvloop" and uvloop_run is None:
+    runner = event_loop_runner(settings.event_loop)
+    if runner is None:
         print("modelbooster webhook: --event-loop uvloop requested but uvloop is not installed", file=sys.stderr)
         return 2
     try:
-        (uvloop_run or asyncio.run)(serve(settings))
+        runner(serve(settings))
     except ListenError as error:
         print(f"modelbooster webhook: cannot listen: {error}", file=sys.stderr)
         return 1

@@ -11,14 +11,17 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
+
+from process import flags as process_flags
+from process.flags import Flag, add_flags, choice, non_negative_float, port, positive_float, positive_int
+from process.loop import EVENT_LOOPS, EventLoop
 
 ENV_PREFIX: Final = "MODELBOOSTER_WEBHOOK_"
 MiB: Final = 1024 * 1024
 
 LogFormat = Literal["text", "json"]
 TlsVersion = Literal["1.2", "1.3"]
-EventLoop = Literal["auto", "asyncio", "uvloop"]
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 
 
@@ -45,126 +48,49 @@ class Settings:
 
 
 _DEFAULTS: Final = Settings()
-_T = TypeVar("_T")
 
 
-def env_name(field_name: str) -> str:
-    return ENV_PREFIX + field_name.upper()
+def _flag(name: str, parse: Callable[[str], Any], help_text: str) -> Flag:
+    return Flag(name, parse, getattr(_DEFAULTS, name), help_text)
 
 
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise ValueError(f"{value} is not a TCP port (0-65535)")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise ValueError(f"{value} must be positive")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise ValueError(f"{value} must be positive")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise ValueError(f"{value} must not be negative")
-    return value
-
-
-def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text.lower() not in options:
-            raise ValueError(f"{text!r} is not one of {', '.join(options)}")
-        return text.lower()
-
-    return parse
-
-
-def _typed(parse: Callable[[str], _T], label: str) -> Callable[[str], _T]:
-    """An argparse type whose error message says what was wrong, not just 'invalid value'."""
-
-    def convert(text: str) -> _T:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(f"invalid {label}: {error}") from None
-
-    convert.__name__ = label
-    return convert
-
-
-# flag -> (settings field, parser, help)
-_FLAGS: Final[dict[str, tuple[str, Callable[[str], Any], str]]] = {
-    "--bind-address": ("bind_address", str, "address of the HTTPS admission listener (empty: all interfaces)"),
-    "--port": ("port", _port, "HTTPS port for /mutate, /validate, /healthz, /readyz"),
-    "--metrics-bind-address": (
-        "metrics_bind_address",
-        str,
-        "address of the plain-HTTP listener (empty: all interfaces)",
+_FLAGS: Final[dict[str, Flag]] = {
+    "--bind-address": _flag("bind_address", str, "address of the HTTPS admission listener (empty: all interfaces)"),
+    "--port": _flag("port", port, "HTTPS port for /mutate, /validate, /healthz, /readyz"),
+    "--metrics-bind-address": _flag(
+        "metrics_bind_address", str, "address of the plain-HTTP listener (empty: all interfaces)"
     ),
-    "--metrics-port": ("metrics_port", _port, "plain-HTTP port for /metrics, /healthz, /readyz"),
-    "--tls-cert-file": ("tls_cert_file", Path, "serving certificate (PEM); re-read when it changes"),
-    "--tls-private-key-file": ("tls_private_key_file", Path, "serving key (PEM); re-read when it changes"),
-    "--tls-min-version": ("tls_min_version", _choice(("1.2", "1.3")), "lowest TLS version accepted: 1.2 or 1.3"),
-    "--cert-check-interval": (
-        "cert_check_interval",
-        _positive_float,
-        "seconds between checks of the certificate files",
+    "--metrics-port": _flag("metrics_port", port, "plain-HTTP port for /metrics, /healthz, /readyz"),
+    "--tls-cert-file": _flag("tls_cert_file", Path, "serving certificate (PEM); re-read when it changes"),
+    "--tls-private-key-file": _flag("tls_private_key_file", Path, "serving key (PEM); re-read when it changes"),
+    "--tls-min-version": _flag("tls_min_version", choice("1.2", "1.3"), "lowest TLS version accepted: 1.2 or 1.3"),
+    "--cert-check-interval": _flag(
+        "cert_check_interval", positive_float, "seconds between checks of the certificate files"
     ),
-    "--max-request-bytes": ("max_request_bytes", _positive_int, "largest request body accepted (bytes)"),
-    "--shutdown-timeout": (
-        "shutdown_timeout",
-        _non_negative_float,
-        "seconds in-flight requests may take to finish after SIGTERM",
+    "--max-request-bytes": _flag("max_request_bytes", positive_int, "largest request body accepted (bytes)"),
+    "--shutdown-timeout": _flag(
+        "shutdown_timeout", non_negative_float, "seconds in-flight requests may take to finish after SIGTERM"
     ),
-    "--shutdown-delay": (
+    "--shutdown-delay": _flag(
         "shutdown_delay",
-        _non_negative_float,
+        non_negative_float,
         "seconds to keep serving after SIGTERM with /readyz failing, before closing the listeners",
     ),
-    "--keepalive-timeout": ("keepalive_timeout", _non_negative_float, "idle keep-alive connection timeout (s)"),
-    "--log-level": ("log_level", _choice(LOG_LEVELS), "debug, info, warning or error"),
-    "--log-format": ("log_format", _choice(("text", "json")), "text, or json (one object per line)"),
-    "--event-loop": (
-        "event_loop",
-        _choice(("auto", "asyncio", "uvloop")),
-        "auto uses uvloop when it is installed",
-    ),
+    "--keepalive-timeout": _flag("keepalive_timeout", non_negative_float, "idle keep-alive connection timeout (s)"),
+    "--log-level": _flag("log_level", choice(*LOG_LEVELS), "debug, info, warning or error"),
+    "--log-format": _flag("log_format", choice("text", "json"), "text, or json (one object per line)"),
+    "--event-loop": _flag("event_loop", choice(*EVENT_LOOPS), "auto uses uvloop when it is installed"),
 }
 
 
-def _show(value: object) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+def env_name(field_name: str) -> str:
+    return process_flags.env_name(field_name.replace("_", "-"), prefix=ENV_PREFIX)
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
     """Add every flag; a set environment variable replaces the built-in default (and is checked)."""
     env = os.environ if environ is None else environ
-    for flag, (name, parse, help_text) in _FLAGS.items():
-        convert = _typed(parse, flag.removeprefix("--"))
-        variable = env_name(name)
-        default: Any = getattr(_DEFAULTS, name)
-        if variable in env:
-            try:
-                default = convert(env[variable])
-            except argparse.ArgumentTypeError as error:
-                parser.error(f"environment variable {variable}: {error}")
-        parser.add_argument(
-            flag,
-            dest=name,
-            type=convert,
-            default=default,
-            help=f"{help_text} (env {variable}; default {_show(getattr(_DEFAULTS, name))})",
-        )
+    add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=env)
 
 
 def from_args(args: argparse.Namespace) -> Settings:

@@ -9,7 +9,7 @@ change is mirrored into the optimizer). Like the reference, only spec changes co
 One run, reading everything from the informer caches:
 1. gather and validate the namespace's objects (`shared.inferno_validation`); the flags are the triggering
    Optimizer's own (the reference used whichever Optimizer was listed first);
-2. optimise: embedded (default, `reconciler.inferno.engine` in a worker thread), or a remote optimizer when
+2. optimise: embedded (default, `optimizer.engine` in a worker thread), or a remote optimizer when
    `INFERNO_HOST`/`INFERNO_PORT` are set (`reconciler.inferno.remote`, stateless or stateful);
 3. write `spec.desiredAlloc` on every Server whose allocation changed (matched by `spec.name`; a Server the
    optimizer could not place gets an empty allocation, `accelerator: ""`, and is listed in the status);
@@ -40,13 +40,11 @@ from typing import Any, Final, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from reconciler.client import JSON_PATCH, ApiError, KubeClient
-from reconciler.controller import Controller, KeyMapper, ObjectKey, ReconcileError, Result, TerminalError
-from reconciler.events import EventRecorder
-from reconciler.flags import env_name
-from reconciler.inferno.controller_metrics import InfernoMetrics
-from reconciler.inferno.engine import InvalidSystemError, optimize
-from reconciler.inferno.milp import MilpError, MilpUnavailableError
+from optimizer.engine import InvalidSystemError, optimize
+from optimizer.milp import MilpError, MilpUnavailableError
+from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
+from process.flags import Flag, add_flags, add_switch, comma_list, positive_float
+from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.remote import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -55,12 +53,21 @@ from reconciler.inferno.remote import (
     RemoteOptimizerError,
     RemoteSettings,
 )
-from reconciler.inferno.system import Allocation, System, allocation_to_resource, system_from_resources
-from reconciler.informer import EventType, Informer
-from reconciler.kinds import Kind
-from reconciler.manager import Manager
-from reconciler.ratelimit import default_controller_rate_limiter
-from reconciler.status import ConditionStatus, WantedCondition, merge_conditions, rfc3339_now, status_differs
+from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
+from reconciler.runtime.conditions import (
+    ConditionStatus,
+    WantedCondition,
+    merge_conditions,
+    rfc3339_now,
+    status_differs,
+)
+from reconciler.runtime.controller import Controller, KeyMapper, ObjectKey, ReconcileError, Result, TerminalError
+from reconciler.runtime.events import EventRecorder
+from reconciler.runtime.flags import ENV_PREFIX
+from reconciler.runtime.informer import EventType, Informer
+from reconciler.runtime.kinds import Kind
+from reconciler.runtime.manager import Manager
+from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from shared.api import inferno as api
 from shared.inferno_validation import (
     InfernoIssue,
@@ -174,18 +181,19 @@ def remote_settings_from_env(environ: Mapping[str, str], *, timeout: float = DEF
         raise InfernoSettingsError(f"{ENV_HOST}/{ENV_PORT}: {error}") from None
 
 
-def _namespace_list(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+def _go_bool(text: str) -> bool:
+    return parse_go_bool(text.strip(), name="--inferno")
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
-    return value
+_FLAGS: Final[dict[str, Flag]] = {
+    "--inferno-namespaces": Flag(
+        "inferno_namespaces", comma_list, None, "comma-separated namespaces of Inferno objects "
+        "(default: those of --namespaces)"
+    ),
+    "--inferno-timeout": Flag(
+        "inferno_timeout", positive_float, DEFAULT_TIMEOUT, "seconds one request to a remote optimizer may take"
+    ),
+}
 
 
 def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
@@ -193,42 +201,18 @@ def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[s
     `MODELBOOSTER_RECONCILER_<FLAG>` like the reconciler's other flags. The remote optimizer is chosen by
     the reference's own variables, INFERNO_HOST, INFERNO_PORT and INFERNO_STATELESS."""
     env = os.environ if environ is None else environ
-    enabled = True
-    variable = env_name("--inferno")
-    if env.get(variable, "").strip():
-        try:
-            enabled = parse_go_bool(env[variable].strip(), name=variable)
-        except InfernoSettingsError as error:
-            parser.error(str(error))
-    parser.add_argument(
+    add_switch(
+        parser,
         "--inferno",
         dest="inferno",
-        action=argparse.BooleanOptionalAction,
-        default=enabled,
-        help=f"run the Inferno controller (Optimizer.spec.optimize -> Server desiredAlloc) [env {variable}]",
+        default=True,
+        help="run the Inferno controller (Optimizer.spec.optimize -> Server desiredAlloc)",
+        prefix=ENV_PREFIX,
+        parser=parser,
+        environ=env,
+        parse=_go_bool,
     )
-    variable = env_name("--inferno-namespaces")
-    parser.add_argument(
-        "--inferno-namespaces",
-        dest="inferno_namespaces",
-        type=_namespace_list,
-        default=_namespace_list(env[variable]) if env.get(variable, "").strip() else None,
-        help=f"comma-separated namespaces of Inferno objects (default: those of --namespaces) [env {variable}]",
-    )
-    variable = env_name("--inferno-timeout")
-    timeout = DEFAULT_TIMEOUT
-    if env.get(variable, "").strip():
-        try:
-            timeout = _positive_seconds(env[variable])
-        except argparse.ArgumentTypeError as error:
-            parser.error(f"environment variable {variable}: {error}")
-    parser.add_argument(
-        "--inferno-timeout",
-        dest="inferno_timeout",
-        type=_positive_seconds,
-        default=timeout,
-        help=f"seconds one request to a remote optimizer may take [env {variable}]",
-    )
+    add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=env)
 
 
 def inferno_settings_from_args(

@@ -33,8 +33,8 @@ from urllib.parse import quote
 import aiohttp
 from pydantic import BaseModel, ValidationError
 
-from reconciler.inferno import wire
-from reconciler.inferno.system import (
+from optimizer import wire
+from optimizer.system import (
     Accelerator,
     Allocation,
     ModelTarget,

@@ -17,13 +17,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from modelbooster.cli import build_parser
-from reconciler.certduty import register_cert_duty
-from reconciler.certduty_settings import cert_settings_from_args
-from reconciler.client import KubeClient
+from reconciler.assembly import build
+from reconciler.certduty.duty import register_cert_duty
+from reconciler.certduty.settings import cert_settings_from_args
 from reconciler.inferno.controller import inferno_settings_from_args, register_inferno
 from reconciler.main import settings_from_args
-from reconciler.metrics import Metrics
-from reconciler.process import build
+from reconciler.runtime.client import KubeClient
+from reconciler.runtime.metrics import Metrics
 from tests.chart.render import NAMESPACE, REPO_ROOT, Rendered, container_args, render, selector_matches
 from tests.e2e.documented import section, table_metric_names
 from webhook.metrics import WebhookMetrics

@@ -95,8 +95,17 @@ def test_reconciler_settings_match_the_chart(rendered_scenarios: dict[str, Rende
 
 
 def test_settings_config_map_uses_the_reconciler_keys_and_defaults(defaults: Rendered) -> None:
-    from reconciler.settings import KEY_DOWNLOADER_IMAGE, KEY_ENGINE_ENV, KEY_RUNTIME_IMAGE, parse_engine_env
-    from reconciler.synthesis.settings import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_ENGINE_ENV, DEFAULT_RUNTIME_IMAGE
+    from reconciler.modelbooster.settings import (
+        KEY_DOWNLOADER_IMAGE,
+        KEY_ENGINE_ENV,
+        KEY_RUNTIME_IMAGE,
+        parse_engine_env,
+    )
+    from reconciler.modelbooster.synthesis.settings import (
+        DEFAULT_DOWNLOADER_IMAGE,
+        DEFAULT_ENGINE_ENV,
+        DEFAULT_RUNTIME_IMAGE,
+    )
 
     data = defaults.one("ConfigMap", f"{P}-reconciler")["data"]
     assert set(data) == {KEY_RUNTIME_IMAGE, KEY_DOWNLOADER_IMAGE, KEY_ENGINE_ENV}

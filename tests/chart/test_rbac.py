@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.kinds import CHILD_KINDS, CONFIG_MAP, EVENT, LEASE, MODEL_BOOSTER, POD
+from reconciler.modelbooster.kinds import CHILD_KINDS, MODEL_BOOSTER
+from reconciler.runtime.kinds import CONFIG_MAP, EVENT, LEASE, POD
 from tests.chart.rbac import (
     ApiRequest,
     Grant,
@@ -306,7 +307,7 @@ def test_grants_follow_role_bindings_and_refuse_wildcards() -> None:
 
 
 def test_every_kind_the_reconciler_owns_is_writable(defaults: Rendered) -> None:
-    """A child kind added to reconciler/kinds.py without RBAC would fail at run time with Forbidden."""
+    """A child kind added to reconciler/runtime/kinds.py without RBAC would fail at run time with Forbidden."""
     grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
     for kind in CHILD_KINDS:
         for verb in CHILD_WRITES:

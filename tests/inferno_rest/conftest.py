@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpClient
 
-from reconciler.inferno.rest import make_app
+from optimizer.rest import make_app
 
 # §4.11's server in the legacy wire format: granite on G2 (cost 23), 60 rpm of 1024 tokens, ITL 40, TTW 500.
 G2 = {"name": "G2", "type": "G2", "multiplicity": 1, "memSize": 24, "memBW": 300, "cost": 23}

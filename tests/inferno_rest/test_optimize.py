@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from reconciler.inferno.milp import milp_available
+from optimizer.milp import milp_available
 from tests.inferno_rest.conftest import FLAGS, G2, GRANITE_G2, PREMIUM, SERVER, worked_example
 
 Client = TestClient[Any, Any]

@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from modelbooster.cli import build_parser
-from reconciler.inferno import rest
+from optimizer import rest
 from tests.inferno_rest.conftest import FLAGS, G2, GRANITE_G2, PREMIUM, SERVER, worked_example
 
 Client = TestClient[Any, Any]
@@ -142,7 +142,9 @@ def test_command_line_defaults_and_environment() -> None:
     with pytest.raises(ValueError, match="INFERNO_PORT='eighty' is not a port number"):
         rest.listen_address(args, {"INFERNO_PORT": "eighty"})
     with pytest.raises(ValueError, match=r"port 70000 is outside 1\.\.65535"):
-        rest.listen_address(parse(["--port", "70000"]), {})
+        rest.listen_address(args, {"INFERNO_PORT": "70000"})
+    with pytest.raises(SystemExit):  # a bad flag is a usage error at parse time
+        parse(["--port", "70000"])
 
 
 def test_run_refuses_a_bad_port(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.client import KubeClient
+from reconciler.runtime.client import KubeClient
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, crd_documents
 

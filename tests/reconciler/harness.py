@@ -1,7 +1,7 @@
 """Running real reconcilers against the fake API server, and reading what they did.
 
 The fake serves on the test's event loop; each `RunningReconciler` is the real process assembly
-(`reconciler.process.build`) with fast timings, talking HTTP to the fake through its own client whose
+(`reconciler.assembly.build`) with fast timings, talking HTTP to the fake through its own client whose
 User-Agent names it, so the fake's request log tells which reconciler sent what.
 """
 
@@ -18,21 +18,20 @@ from typing import Any
 
 import yaml
 
-from reconciler.client import ApiError, KubeClient
-from reconciler.kinds import (
+from reconciler.assembly import ReconcilerProcess, build
+from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
-    EVENT,
     MODEL_BOOSTER,
     MODEL_ROUTE,
     MODEL_SERVER,
     MODEL_SERVING,
-    Kind,
 )
-from reconciler.leader import LeaseTimings
-from reconciler.metrics import Metrics
-from reconciler.process import ReconcilerProcess, build
-from reconciler.settings import ReconcilerSettings
+from reconciler.modelbooster.settings import ReconcilerSettings
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.kinds import EVENT, Kind
+from reconciler.runtime.leader import LeaseTimings
+from reconciler.runtime.metrics import Metrics
 from tests.fakeapi.reqlog import LoggedRequest
 from tests.fakeapi.server import FakeApiServer
 

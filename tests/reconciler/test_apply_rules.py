@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.apply import (
+from reconciler.modelbooster.kinds import MODEL_SERVING
+from reconciler.runtime.apply import (
     Desired,
     apply_body,
     child_matches,
@@ -13,7 +14,6 @@ from reconciler.apply import (
     managed_fields_pruner,
     manager_owns,
 )
-from reconciler.kinds import MODEL_SERVING
 
 OWNER = {"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "ModelBooster", "name": "m", "uid": "u1",
          "controller": True, "blockOwnerDeletion": True}  # fmt: skip

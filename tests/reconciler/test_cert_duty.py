@@ -32,25 +32,26 @@ from certs.authority import create_ca, issue_serving_cert
 from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
 from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
 from certs.secret import parse_ca_secret, parse_serving_secret
-from reconciler.certduty import (
+from reconciler.certduty.duty import (
     MUTATING_WEBHOOK_CONFIGURATION,
     SECRET,
     VALIDATING_WEBHOOK_CONFIGURATION,
     CertDuty,
     register_cert_duty,
 )
-from reconciler.certduty_metrics import CertDutyMetrics
-from reconciler.certduty_settings import (
+from reconciler.certduty.metrics import CertDutyMetrics
+from reconciler.certduty.settings import (
     CertDutySettings,
     add_cert_arguments,
     cert_settings_from_args,
 )
-from reconciler.client import ApiError, KubeClient
-from reconciler.kinds import LEASE, MODEL_BOOSTER
-from reconciler.leader import LeaseTimings, micro_time
-from reconciler.manager import Manager, ManagerOptions
-from reconciler.metrics import Metrics
-from reconciler.settings import SettingsError
+from reconciler.modelbooster.kinds import MODEL_BOOSTER
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.environment import SettingsError
+from reconciler.runtime.kinds import LEASE
+from reconciler.runtime.leader import LeaseTimings, micro_time
+from reconciler.runtime.manager import Manager, ManagerOptions
+from reconciler.runtime.metrics import Metrics
 from tests.chart.rbac import grants_for_service_account, is_allowed, request_from_http
 from tests.chart.render import Rendered, render
 from tests.fakeapi.server import FakeApiServer
@@ -591,7 +592,7 @@ async def test_garbage_in_the_injected_bundle_is_logged_and_left_out(
     await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, validating)
     await _delete_both_secrets(api)
 
-    with caplog.at_level(logging.WARNING, logger="reconciler.certduty"):
+    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.duty"):
         report = await duty.sync()
 
     assert report.issued_ca
@@ -688,7 +689,7 @@ async def test_an_unusable_secret_is_repaired_and_reported(
     stored["metadata"].setdefault("labels", {})["team"] = "platform"
     await api.replace(SECRET, stored)
 
-    with caplog.at_level(logging.WARNING, logger="reconciler.certduty"):
+    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.duty"):
         report = await duty.sync()
 
     assert [secret_name for secret_name, _ in report.repaired] == [name]

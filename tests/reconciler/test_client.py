@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from reconciler.client import ApiError, KubeClient
-from reconciler.kinds import CONFIG_MAP
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.kinds import CONFIG_MAP
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.controller import (
+from reconciler.modelbooster.kinds import MODEL_BOOSTER
+from reconciler.runtime.controller import (
     Controller,
     ObjectKey,
     Result,
@@ -15,9 +16,8 @@ from reconciler.controller import (
     map_to_controller_owner,
     map_to_self,
 )
-from reconciler.kinds import MODEL_BOOSTER
-from reconciler.metrics import Metrics
-from reconciler.ratelimit import ItemExponentialBackoff
+from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.ratelimit import ItemExponentialBackoff
 
 KEY = ObjectKey("ns", "m")
 

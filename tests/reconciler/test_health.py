@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from reconciler.health import make_app
-from reconciler.kinds import MODEL_ROUTE
+from reconciler.modelbooster.kinds import MODEL_ROUTE
+from reconciler.runtime.health import make_app
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import FAST, Cluster, RunningReconciler, backend, booster, eventually
 

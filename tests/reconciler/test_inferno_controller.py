@@ -22,7 +22,9 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpServer
 
-from reconciler.client import KubeClient
+from optimizer.engine import optimize
+from optimizer.rest import STATE, OptimizerState, make_app
+from optimizer.system import Allocation, allocation_to_resource, system_from_resources
 from reconciler.inferno.controller import (
     ACCELERATOR,
     CAPACITY,
@@ -37,13 +39,11 @@ from reconciler.inferno.controller import (
     inferno_settings_from_args,
     register_inferno,
 )
-from reconciler.inferno.engine import optimize
 from reconciler.inferno.remote import RemoteSettings
-from reconciler.inferno.rest import STATE, OptimizerState, make_app
-from reconciler.inferno.system import Allocation, allocation_to_resource, system_from_resources
-from reconciler.kinds import Kind
-from reconciler.manager import Manager, ManagerOptions
-from reconciler.metrics import Metrics
+from reconciler.runtime.client import KubeClient
+from reconciler.runtime.kinds import Kind
+from reconciler.runtime.manager import Manager, ManagerOptions
+from reconciler.runtime.metrics import Metrics
 from shared.api import inferno as api
 from shared.inferno_validation import parse_inferno_object
 from tests.fakeapi.reqlog import LoggedRequest

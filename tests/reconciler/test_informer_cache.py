@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.client import KubeClient
-from reconciler.informer import Informer, is_newer, label_index
-from reconciler.kinds import MODEL_SERVING
+from reconciler.modelbooster.kinds import MODEL_SERVING
+from reconciler.runtime.client import KubeClient
+from reconciler.runtime.informer import Informer, is_newer, label_index
 
 
 def obj(name: str, rv: str, *, ns: str = "ns", uid_label: str = "u1", **extra: Any) -> dict[str, Any]:

@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reconciler.kinds import LEASE, MODEL_SERVING
-from reconciler.leader import LeaseTimings
+from reconciler.modelbooster.kinds import MODEL_SERVING
+from reconciler.runtime.kinds import LEASE
+from reconciler.runtime.leader import LeaseTimings
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
 

@@ -5,7 +5,7 @@ Expected values come from DECISIONS.md §5-§6 and the naming rules of kthena-v0
 
 from __future__ import annotations
 
-from reconciler.kinds import (
+from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
     MODEL_BOOSTER,

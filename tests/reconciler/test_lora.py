@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from reconciler.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVING, POD
+from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVING
+from reconciler.runtime.kinds import POD
 from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
 
 

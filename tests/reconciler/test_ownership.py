@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.kinds import MODEL_BOOSTER, MODEL_SERVER, MODEL_SERVING
+from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVER, MODEL_SERVING
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, booster, eventually, model_level, quiet
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from reconciler.queue import QueueObserver, QueueShutDown, WorkQueue
-from reconciler.ratelimit import ItemExponentialBackoff
+from reconciler.runtime.queue import QueueObserver, QueueShutDown, WorkQueue
+from reconciler.runtime.ratelimit import ItemExponentialBackoff
 
 
 async def test_adds_of_a_queued_key_collapse_into_one() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.ratelimit import (
+from reconciler.runtime.ratelimit import (
     BucketRateLimiter,
     ItemExponentialBackoff,
     TokenBucket,

@@ -7,10 +7,11 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from reconciler.kinds import CONFIG_MAP, MODEL_SERVER, MODEL_SERVING
 from reconciler.main import add_arguments, settings_from_args
-from reconciler.settings import DynamicSettings, ReconcilerSettings, SettingsError, parse_engine_env
-from reconciler.synthesis import SynthesisSettings
+from reconciler.modelbooster.kinds import MODEL_SERVER, MODEL_SERVING
+from reconciler.modelbooster.settings import DynamicSettings, ReconcilerSettings, SettingsError, parse_engine_env
+from reconciler.modelbooster.synthesis import SynthesisSettings
+from reconciler.runtime.kinds import CONFIG_MAP
 from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
 
 

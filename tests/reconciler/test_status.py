@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.status import (
-    BackendState,
-    Outcome,
-    WantedCondition,
-    booster_status,
-    merge_conditions,
-    status_differs,
-)
+from reconciler.modelbooster.status import BackendState, Outcome, booster_status
+from reconciler.runtime.conditions import WantedCondition, merge_conditions, status_differs
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:05:00Z"

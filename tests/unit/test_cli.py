@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 
 import pytest
 
@@ -13,8 +15,8 @@ class _Recorder:
     def __init__(self) -> None:
         self.loaded: list[str] = []
 
-    def __call__(self, module: str) -> object:
-        self.loaded.append(module)
+    def __call__(self, name: str) -> object:
+        self.loaded.append(name)
 
         class _Command:
             @staticmethod
@@ -31,14 +33,34 @@ class _Recorder:
 def test_only_the_chosen_command_is_imported() -> None:
     recorder = _Recorder()
     parser = cli.build_parser(recorder, only="webhook")  # type: ignore[arg-type]
-    assert recorder.loaded == ["webhook.main"]
+    assert recorder.loaded == ["webhook"]
     assert parser.parse_args(["webhook", "--flag", "x"]).flag == "x"
 
 
 def test_help_lists_every_command_without_importing_them_all_for_a_subcommand() -> None:
     recorder = _Recorder()
     cli.build_parser(recorder)  # type: ignore[arg-type]
-    assert recorder.loaded == [module for module, _ in cli.COMMANDS.values()]
+    assert recorder.loaded == list(cli.COMMANDS)
+
+
+@pytest.mark.parametrize(
+    ("command", "must_not_import"),
+    [
+        ("render", {"aiohttp", "webhook", "reconciler.runtime", "optimizer"}),
+        ("validate", {"aiohttp", "reconciler", "optimizer"}),
+        ("webhook", {"reconciler", "optimizer", "scipy", "kubernetes.client.api"}),
+    ],
+)
+def test_a_real_subcommand_imports_only_its_own_part(command: str, must_not_import: set[str]) -> None:
+    # In a fresh interpreter: the test process has imported everything already.
+    script = (
+        "import sys; from modelbooster import cli; cli.build_parser(only=sys.argv[1]);"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", script, command], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    offending = {name for name in loaded if any(name == f or name.startswith(f + ".") for f in must_not_import)}
+    assert offending == set()
 
 
 def test_main_runs_the_chosen_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from shared import crds_cli
+from modelbooster import crds as crds_cli
 from shared.crds import chart_files, crds
 from shared.schema import structural_problems
 from shared.unsupported import BEHAVIOR_DETAIL, PANIC_POLICY_DETAIL, RATE_LIMIT_DETAIL, TOPOLOGY_DETAIL

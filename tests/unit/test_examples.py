@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from modelbooster.manifests import check_modelbooster_identity, load_documents
 from shared.defaults import apply_defaults
-from shared.manifests import check_modelbooster_identity, load_documents
 from shared.validation import validate_modelbooster
 from tests.unit.crd_support import cel_denials, openapi_schema, undeclared_fields
 

@@ -1,4 +1,4 @@
-"""shared/manifests.py: YAML read as Kubernetes reads it, and one-line errors for unusable files."""
+"""modelbooster/manifests.py: YAML read as Kubernetes reads it, and one-line errors for unusable files."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from shared.manifests import ManifestError, check_modelbooster_identity, load_documents
+from modelbooster.manifests import ManifestError, check_modelbooster_identity, load_documents
 
 
 def load(text: str) -> list[dict[str, object]]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from shared import validate_cli
+from modelbooster import validate as validate_cli
 from tests.unit.factories import backend, modelbooster, worker
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from process.logs import configure
 from tests.webhook.conftest import Webhook
 from tests.webhook.objects import single_vllm
 from tests.webhook.reviews import review
 from webhook.app import VALIDATE_PATH
-from webhook.logs import configure
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reconciler.inferno.sizing import Candidate
-from reconciler.inferno.solver import ServerCandidates
+from optimizer.sizing import Candidate
+from optimizer.solver import ServerCandidates
 
 UNIT_COST = {"A100": 40.0, "G2": 25.0, "T4": 10.0, "H100": 90.0}
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.inferno.engine import InvalidSystemError, build_candidates, check_system, format_report, optimize
-from reconciler.inferno.milp import MilpUnavailableError
-from reconciler.inferno.system import (
+from optimizer.engine import InvalidSystemError, build_candidates, check_system, format_report, optimize
+from optimizer.milp import MilpUnavailableError
+from optimizer.system import (
     Accelerator,
     Allocation,
     Load,

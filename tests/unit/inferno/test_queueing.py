@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.inferno import queueing
-from reconciler.inferno.queueing import StateDependentQueue, bisect
+from optimizer import queueing
+from optimizer.queueing import StateDependentQueue, bisect
 
 
 @pytest.fixture(params=[False, True], ids=["python", "numpy"])

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reconciler.inferno.sizing import (
+from optimizer.sizing import (
     SLO_MARGIN,
     estimate_ggm,
     legacy_service_rates,
     rescale,
     size_candidate,
 )
-from reconciler.inferno.system import Accelerator, Allocation, Load, ModelTarget, PerfData, Server
+from optimizer.system import Accelerator, Allocation, Load, ModelTarget, PerfData, Server
 
 G2 = Accelerator(name="G2", type="G2", cost=23.0)
 GRANITE_ON_G2 = PerfData(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.inferno.solver import ServerCandidates, solve_greedy, solve_unlimited, transition_value
-from reconciler.inferno.system import Allocation
+from optimizer.solver import ServerCandidates, solve_greedy, solve_unlimited, transition_value
+from optimizer.system import Allocation
 from shared.api.inferno import SaturationPolicy
 from tests.unit.inferno.builders import cand, chosen, entry
 

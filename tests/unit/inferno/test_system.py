@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from reconciler.inferno import wire
-from reconciler.inferno.system import (
+from optimizer import wire
+from optimizer.system import (
     Allocation,
     Load,
     ModelTarget,

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from reconciler.synthesis import SynthesisSettings, synthesize
+from reconciler.modelbooster.synthesis import SynthesisSettings, synthesize
 from shared.api.modelbooster import ModelBooster
 from shared.constants import LABEL_REVISION
 

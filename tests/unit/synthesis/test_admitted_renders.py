@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconciler.synthesis import SynthesisSettings, synthesize
+from reconciler.modelbooster.synthesis import SynthesisSettings, synthesize
 from shared.errors import ValidationFailed
 from shared.naming import is_dns1123_label
 from shared.validation import parse_modelbooster

@@ -103,7 +103,7 @@ def test_children_are_plain_json(fixture: tuple[dict[str, Any], list[dict[str, A
 
 
 def test_synthesis_does_not_change_its_input(fixture: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
-    from reconciler.synthesis import synthesize
+    from reconciler.modelbooster.synthesis import synthesize
     from shared.api.modelbooster import ModelBooster
 
     doc, _ = fixture

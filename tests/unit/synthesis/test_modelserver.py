@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.synthesis import SynthesisError, synthesize
+from reconciler.modelbooster.synthesis import SynthesisError, synthesize
 from shared.api.modelbooster import ModelBooster
 from tests.unit.synthesis.support import UID, find, render, server_worker, vllm_doc
 

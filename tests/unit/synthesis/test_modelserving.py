@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.synthesis import SynthesisError, SynthesisSettings, synthesize
+from reconciler.modelbooster.synthesis import SynthesisError, SynthesisSettings, synthesize
 from shared.api.modelbooster import ModelBooster
 from tests.unit.synthesis.support import container, entry_pod, render, server_worker, vllm_doc
 

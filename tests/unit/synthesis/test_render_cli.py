@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler import render_cli
-from reconciler.synthesis import SynthesisError
+from modelbooster import render as render_cli
+from reconciler.modelbooster.synthesis import SynthesisError
 from shared.constants import LABEL_MODEL_UID
 from tests.unit.synthesis.support import HERE, vllm_doc
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.synthesis import SynthesisSettings, revision_digest
+from reconciler.modelbooster.synthesis import SynthesisSettings, revision_digest
 from shared.constants import LABEL_REVISION
 from tests.unit.synthesis.support import load_input, render, revisions
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.synthesis.vllm_args import engine_args
+from reconciler.modelbooster.synthesis.vllm_args import engine_args
 from shared.api.modelbooster import ModelBooster
 from tests.unit.synthesis.support import render, server_worker, vllm_doc
 

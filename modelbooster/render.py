@@ -1,0 +1,164 @@
+"""`modelbooster render -f FILE|-`: the children a ModelBooster would get, offline.
+
+Each ModelBooster in the file is defaulted and validated exactly as admission would do it, then synthesized
+with the same function the reconciler uses; the children are printed as a YAML stream (or a JSON `List`) in
+the reconciler's order. Nothing is printed on stdout unless every ModelBooster renders, so
+`modelbooster render -f x.yaml | kubectl apply -f -` never applies half a model.
+
+Exit codes: 0 rendered; 1 a ModelBooster is rejected (the webhook's message on stderr) or cannot be
+synthesized; 2 the file or the arguments are unusable (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from modelbooster.manifests import ManifestError, check_modelbooster_identity, load_documents, source_name
+from reconciler.modelbooster.synthesis import (
+    DEFAULT_DOWNLOADER_IMAGE,
+    DEFAULT_RUNTIME_IMAGE,
+    SynthesisError,
+    SynthesisSettings,
+    synthesize,
+)
+from shared.defaults import apply_defaults
+from shared.errors import ValidationFailed
+from shared.validation import parse_modelbooster
+
+EXIT_RENDERED = 0
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+DEFAULT_NAMESPACE = "default"
+# Children select and own by the ModelBooster's uid, which only the API server assigns.
+PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
+
+PROG = "modelbooster render"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f", "--filename", required=True, metavar="FILE", help="ModelBooster manifest(s), YAML or JSON; - for stdin"
+    )
+    parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml", help="output format (yaml)")
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        help=f"namespace of ModelBoosters that name none (default: {DEFAULT_NAMESPACE}); "
+        "one that names another is an error, as with kubectl",
+    )
+    parser.add_argument(
+        "--runtime-image", default=DEFAULT_RUNTIME_IMAGE, help=f"runtime sidecar image ({DEFAULT_RUNTIME_IMAGE})"
+    )
+    parser.add_argument(
+        "--downloader-image",
+        default=DEFAULT_DOWNLOADER_IMAGE,
+        help=f"model downloader image ({DEFAULT_DOWNLOADER_IMAGE})",
+    )
+
+
+class _RenderFailed(Exception):
+    """A ModelBooster that admission rejects or synthesis cannot build; the message is what to print."""
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = SynthesisSettings(runtime_image=args.runtime_image, downloader_image=args.downloader_image)
+    try:
+        documents = _load_modelboosters(args.filename, namespace=args.namespace)
+    except ManifestError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    several = len(documents) > 1
+    children: list[dict[str, Any]] = []
+    status = EXIT_RENDERED
+    for number, document in enumerate(documents, start=1):
+        label = f"document {number} ({_display_name(document)})"
+        try:
+            children.extend(_render_one(document, settings=settings, label=label if several else ""))
+        except _RenderFailed as error:
+            status = EXIT_INVALID
+            print(str(error), file=sys.stderr)
+    if status == EXIT_RENDERED:
+        sys.stdout.write(format_children(children, output=args.output))
+    return status
+
+
+def _render_one(document: dict[str, Any], *, settings: SynthesisSettings, label: str) -> list[dict[str, Any]]:
+    prefix = f"{label}: " if label else ""
+    for warning in apply_defaults(document).warnings:
+        print(f"Warning: {prefix}{warning}", file=sys.stderr)
+    try:
+        booster = parse_modelbooster(document)
+    except ValidationFailed as error:
+        raise _RenderFailed(f"{label}:\n{error}" if label else str(error)) from None
+    try:
+        return synthesize(booster, settings)
+    except SynthesisError as error:
+        raise _RenderFailed(f"{PROG}: {prefix}{error}") from None
+
+
+def _load_modelboosters(source: str, *, namespace: str | None) -> list[dict[str, Any]]:
+    documents = load_documents(source)
+    for number, document in enumerate(documents, start=1):
+        where = f"{source_name(source)}: document {number}: "
+        check_modelbooster_identity(document, where=where)
+        _place(document, namespace=namespace, where=where)
+    return documents
+
+
+def _place(document: dict[str, Any], *, namespace: str | None, where: str) -> None:
+    """Give the ModelBooster the namespace and uid the API server would have."""
+    metadata = document.get("metadata")
+    if metadata is None:
+        metadata = document["metadata"] = {}
+    if not isinstance(metadata, dict):
+        raise ManifestError(f"{where}metadata is not an object")
+    own = metadata.get("namespace")
+    if own and namespace and own != namespace:
+        raise ManifestError(
+            f'{where}the namespace from the object "{own}" does not match the namespace "{namespace}" '
+            "given with --namespace"
+        )
+    metadata["namespace"] = own or namespace or DEFAULT_NAMESPACE
+    if not metadata.get("uid"):
+        metadata["uid"] = PLACEHOLDER_UID
+
+
+def _display_name(document: Mapping[str, Any]) -> str:
+    metadata = document.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return f'ModelBooster "{name}"' if isinstance(name, str) and name else "ModelBooster (no name)"
+
+
+# --- output ---------------------------------------------------------------------------------------------------
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, keys in insertion order, no anchors, multi-line strings as `|` blocks, no line folding."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def format_children(children: Sequence[dict[str, Any]], *, output: str) -> str:
+    """The children as a YAML stream (`---` between documents) or as one JSON `v1` List."""
+    if output == "json":
+        body = {"apiVersion": "v1", "kind": "List", "items": list(children)}
+        return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+    return "---\n".join(
+        yaml.dump(child, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=sys.maxsize) for child in children
+    )

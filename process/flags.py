@@ -1,0 +1,182 @@
+"""Command-line flags with an environment variable as each one's default, for every process.
+
+Precedence: flag > environment variable > built-in default. A process names its variables with one prefix:
+`--workers` of the reconciler is `MODELBOOSTER_RECONCILER_WORKERS`, `--port` of the webhook is
+`MODELBOOSTER_WEBHOOK_PORT` (upper case, dashes as underscores). A bad variable is a usage error that names the
+variable, like a bad flag, so a typo in a Deployment's env fails at start-up instead of being ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+_T = TypeVar("_T")
+
+
+class _ArgumentTarget(Protocol):
+    def add_argument(self, *names: str, **options: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Flag:
+    dest: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+
+
+def env_name(flag: str, *, prefix: str) -> str:
+    """`--lease-name` with prefix `MODELBOOSTER_RECONCILER_` -> `MODELBOOSTER_RECONCILER_LEASE_NAME`."""
+    return prefix + flag.removeprefix("--").replace("-", "_").upper()
+
+
+# --- value parsers: each raises ValueError with a message that says what was wrong ---------------------------
+
+
+def parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError("not an integer") from None
+
+
+def parse_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("not a number") from None
+    if not math.isfinite(value):  # NaN passes every comparison below, and no setting here means infinity
+        raise ValueError("not a finite number")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = parse_int(text)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = parse_float(text)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = parse_float(text)
+    if value <= 0:
+        raise ValueError("must be positive")
+    return value
+
+
+def port(text: str) -> int:
+    value = parse_int(text)
+    if not 0 <= value <= 65535:
+        raise ValueError("must be 0..65535")
+    return value
+
+
+def choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text.lower() not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return text.lower()
+
+    return parse
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """`a, b,,c` -> ("a", "b", "c"): blanks between commas are dropped."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
+def typed(flag: str, parse: Callable[[str], _T]) -> Callable[[str], _T]:
+    """An argparse type whose error message says what was wrong, not just 'invalid value'."""
+
+    def convert(text: str) -> _T:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
+
+    convert.__name__ = flag.removeprefix("--")  # argparse names the flag's type in its messages
+    return convert
+
+
+# --- adding flags to a parser ---------------------------------------------------------------------------------
+
+
+def env_default(
+    flag: str,
+    convert: Callable[[str], _T],
+    default: _T,
+    *,
+    prefix: str,
+    parser: argparse.ArgumentParser,
+    environ: Mapping[str, str],
+) -> _T:
+    """The flag's default: its environment variable when set (checked like the flag), else `default`.
+
+    A variable set to an empty string counts as unset: Deployments often carry `value: ""` for "not set".
+    """
+    variable = env_name(flag, prefix=prefix)
+    if not environ.get(variable, "").strip():
+        return default
+    try:
+        return convert(environ[variable])
+    except (argparse.ArgumentTypeError, ValueError) as error:
+        parser.error(f"environment variable {variable}: {error}")
+
+
+def add_flags(
+    target: _ArgumentTarget,
+    flags: Mapping[str, Flag],
+    *,
+    prefix: str,
+    parser: argparse.ArgumentParser,
+    environ: Mapping[str, str],
+) -> None:
+    """Add each flag to `target` (a parser or an argument group) with its variable as the default."""
+    for flag, spec in flags.items():
+        convert = typed(flag, spec.parse)
+        default = env_default(flag, convert, spec.default, prefix=prefix, parser=parser, environ=environ)
+        variable = env_name(flag, prefix=prefix)
+        target.add_argument(flag, dest=spec.dest, type=convert, default=default, help=f"{spec.help} [env {variable}]")
+
+
+def add_switch(
+    target: _ArgumentTarget,
+    flag: str,
+    *,
+    dest: str,
+    default: bool,
+    help: str,
+    prefix: str,
+    parser: argparse.ArgumentParser,
+    environ: Mapping[str, str],
+    parse: Callable[[str], bool] = parse_bool,
+) -> None:
+    """A `--x/--no-x` switch whose default comes from its variable when set."""
+    value = env_default(flag, parse, default, prefix=prefix, parser=parser, environ=environ)
+    target.add_argument(
+        flag,
+        dest=dest,
+        action=argparse.BooleanOptionalAction,
+        default=value,
+        help=f"{help} [env {env_name(flag, prefix=prefix)}]",
+    )

@@ -1,0 +1,24 @@
+"""Choosing the event loop: uvloop when installed (`auto`), the standard one (`asyncio`), or uvloop required."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal
+
+Runner = Callable[[Coroutine[Any, Any, None]], None]
+EventLoop = Literal["auto", "asyncio", "uvloop"]
+EVENT_LOOPS: tuple[str, ...] = ("auto", "asyncio", "uvloop")
+
+
+def event_loop_runner(event_loop: str) -> Runner | None:
+    """The function that runs the process's main coroutine; None when uvloop is required but not installed."""
+    if event_loop == "asyncio":
+        return asyncio.run
+    try:
+        module = importlib.import_module("uvloop")  # an optional extra: imported only when present
+    except ImportError:
+        return None if event_loop == "uvloop" else asyncio.run
+    runner: Runner = module.run
+    return runner

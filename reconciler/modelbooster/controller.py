@@ -1,0 +1,460 @@
+"""The ModelBooster controller: ModelBooster → children, status and events (DECISIONS.md §5-§6).
+
+One reconcile of `namespace/name`, reading everything from the informer caches:
+1. gone or being deleted → nothing to do (children go with it through ownerReference garbage collection);
+2. default + validate (defence in depth: an object that bypassed the webhook and is invalid is marked Failed
+   with the webhook's message, and nothing else is written), then synthesize the desired children;
+3. make each child match (apply.py): create the missing, update the drifted or outdated, refuse to touch
+   same-named objects this ModelBooster does not control;
+4. if every child is in place, delete stale children of every kind (a removed backend, autoscaling switched
+   level or removed) that this ModelBooster controls;
+5. compute the status (status.py) and write it only if it changed; post Events for what was created, updated,
+   deleted, and for failures.
+Failures are retried with per-key exponential backoff; an invalid spec is not retried (a new generation
+triggers the next attempt).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.modelbooster.kinds import CHILD_KINDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
+from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid
+from reconciler.modelbooster.settings import DynamicSettings
+from reconciler.modelbooster.status import (
+    REASON_ABNORMAL,
+    REASON_INVALID,
+    REASON_LORA,
+    REASON_NOT_OWNED,
+    BackendState,
+    Outcome,
+    booster_status,
+)
+from reconciler.modelbooster.synthesis import SynthesisError, autoscaled_backends, synthesize
+from reconciler.runtime.apply import (
+    REPLICAS_PATH,
+    ChildOutcome,
+    Desired,
+    NotControlledError,
+    delete_child,
+    ensure_child,
+    is_controlled_by,
+    managed_fields_pruner,
+)
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.conditions import condition_status, rfc3339_now, status_differs
+from reconciler.runtime.controller import (
+    Controller,
+    KeyMapper,
+    ObjectKey,
+    ReconcileError,
+    Result,
+    TerminalError,
+    map_to_controller_owner,
+    map_to_self,
+)
+from reconciler.runtime.events import EventRecorder
+from reconciler.runtime.informer import EventType, Informer, label_index
+from reconciler.runtime.kinds import Kind
+from reconciler.runtime.manager import Manager
+from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.ratelimit import default_controller_rate_limiter
+from shared.api.modelbooster import ModelBooster
+from shared.constants import (
+    CONDITION_ACTIVE,
+    CONDITION_FAILED,
+    CONDITION_INITIALIZED,
+    LABEL_BACKEND_NAME,
+    LABEL_MANAGED_BY,
+    LABEL_MODEL_UID,
+    MANAGED_BY_VALUE,
+)
+from shared.errors import ValidationFailed
+from shared.naming import backend_resource_name
+from shared.validation import parse_modelbooster
+
+logger = logging.getLogger(__name__)
+
+CONTROLLER_NAME = "modelbooster"
+CHILD_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}"
+UID_INDEX = "model-uid"
+
+
+class InvalidSpec(Exception):
+    """The ModelBooster cannot be turned into children as written."""
+
+
+@dataclass
+class _Report:
+    """What one reconcile did, for events and status."""
+
+    created: list[Desired] = field(default_factory=list)
+    updated: list[Desired] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    not_owned: list[str] = field(default_factory=list)
+    lora_failures: list[str] = field(default_factory=list)  # already reported by their own events
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and not self.not_owned and not self.lora_failures
+
+    def outcome(self) -> Outcome:
+        if self.not_owned:
+            return Outcome(applied_all=False, failure="; ".join(self.not_owned), failure_reason=REASON_NOT_OWNED)
+        if self.failures:
+            return Outcome(applied_all=False, failure="; ".join(self.failures), failure_reason=REASON_ABNORMAL)
+        if self.lora_failures:
+            return Outcome(applied_all=True, failure="; ".join(self.lora_failures), failure_reason=REASON_LORA)
+        return Outcome(applied_all=True)
+
+
+def strip_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """Informer transform for ModelBoosters: drop managedFields, which we never read."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = {**obj, "metadata": {key: value for key, value in meta.items() if key != "managedFields"}}
+    return obj
+
+
+def serving_available(serving: dict[str, Any] | None) -> bool:
+    for condition in ((serving or {}).get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "Available":
+            return condition.get("status") == "True"
+    return False
+
+
+def serving_replicas(serving: dict[str, Any] | None) -> int:
+    value = ((serving or {}).get("status") or {}).get("replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def backend_names(booster: dict[str, Any]) -> list[str]:
+    """Backend names straight from the raw spec, so status can be computed even for an invalid object."""
+    backends = (booster.get("spec") or {}).get("backends")
+    names: list[str] = []
+    for backend in backends if isinstance(backends, list) else ():
+        name = backend.get("name") if isinstance(backend, dict) else None
+        if isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return names
+
+
+class ModelBoosterReconciler:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        boosters: Informer,
+        children: dict[Kind, Informer],
+        recorder: EventRecorder,
+        settings: DynamicSettings,
+        field_manager: str,
+        metrics: Metrics,
+        lora: LoraUpdater | None = None,
+        now: Callable[[], str] = rfc3339_now,
+    ) -> None:
+        self.lora = lora
+        self.client = client
+        self.boosters = boosters
+        self.children = children
+        self.recorder = recorder
+        self.settings = settings
+        self.field_manager = field_manager
+        self.metrics = metrics
+        self._now = now
+
+    # ------------------------------------------------------------------ reconcile
+    async def reconcile(self, key: ObjectKey) -> Result:
+        booster = self.boosters.get(key.namespace, key.name)
+        if booster is None:
+            return Result()
+        meta = booster.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return Result()
+        uid = str(meta.get("uid") or "")
+        try:
+            typed = self.parse(booster)
+            desired = self._synthesize(typed)
+        except InvalidSpec as error:
+            outcome = Outcome(applied_all=False, failure=str(error), failure_reason=REASON_INVALID)
+            await asyncio.gather(
+                self._write_status(booster, outcome),
+                self.recorder.emit(booster, type="Warning", reason="InvalidSpec", message=str(error)),
+            )
+            raise TerminalError(f"{key}: {error}") from None
+
+        plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING],
+                              render=self._synthesize) if self.lora is not None else None  # fmt: skip
+        if plan is not None:
+            desired = plan.desired
+        report = _Report()
+        outcomes = await self._apply_all(booster, desired, report)
+        if report.ok:
+            await self._prune(booster, uid, desired, report)
+        if plan is not None:
+            await self._finish_lora(booster, plan, outcomes, report)
+        # Independent writes: one round trip instead of two.
+        await asyncio.gather(self._write_status(booster, report.outcome()), self._post_events(booster, report))
+        if not report.ok:
+            raise ReconcileError("; ".join(report.not_owned + report.failures + report.lora_failures))
+        return Result()
+
+    async def _finish_lora(
+        self, booster: dict[str, Any], plan: LoraPlan, servings: dict[str, ChildOutcome], report: _Report
+    ) -> None:
+        """Record which adapters each ModelServing now carries, then bring the running pods up to date."""
+        assert self.lora is not None
+        meta = booster["metadata"]
+        uid, model = str(meta.get("uid")), str(meta.get("name"))
+        for backend, template in plan.templates.items():
+            if backend_resource_name(model, backend) in servings:
+                self.lora.commit(uid=uid, backend=backend, template=template, target=plan.targets[backend])
+        if report.ok and plan.work:
+            report.lora_failures.extend(await self.lora.execute(booster, plan.work))
+
+    @staticmethod
+    def parse(booster: dict[str, Any]) -> ModelBooster:
+        """Default and validate like admission does; raise InvalidSpec with the message a user should see."""
+        try:
+            return parse_modelbooster({key: value for key, value in booster.items() if key != "status"})
+        except ValidationFailed as error:
+            raise InvalidSpec(str(error)) from None
+
+    def _synthesize(self, typed: ModelBooster) -> list[Desired]:
+        try:
+            objects = synthesize(typed, self.settings.current)
+        except SynthesisError as error:
+            raise InvalidSpec(str(error)) from None
+        autoscaled = autoscaled_backends(typed)
+        desired: list[Desired] = []
+        for obj in objects:
+            kind = child_kind_of(obj)
+            if kind is None:
+                raise InvalidSpec(f"synthesis produced an object of unknown kind {obj.get('kind')!r}")
+            foreign: tuple[tuple[str, ...], ...] = ()
+            backend = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_BACKEND_NAME)
+            if kind == MODEL_SERVING and backend in autoscaled:
+                foreign = (REPLICAS_PATH,)
+            desired.append(Desired(kind=kind, obj=obj, foreign_after_create=foreign))
+        return desired
+
+    async def _apply_all(
+        self, booster: dict[str, Any], desired: Sequence[Desired], report: _Report
+    ) -> dict[str, ChildOutcome]:
+        """Make every child match; returns the ModelServings that are in place, by name."""
+        meta = booster["metadata"]
+        owner = f"{meta.get('namespace')}/{meta.get('name')}"
+        results = await asyncio.gather(
+            *(
+                ensure_child(
+                    client=self.client,
+                    cache=self.children[child.kind],
+                    desired=child,
+                    owner_uid=str(meta.get("uid")),
+                    owner=owner,
+                    manager=self.field_manager,
+                )
+                for child in desired
+            ),
+            return_exceptions=True,
+        )
+        servings: dict[str, ChildOutcome] = {}
+        for child, result in zip(desired, results, strict=True):
+            if isinstance(result, ChildOutcome):
+                if child.kind == MODEL_SERVING:
+                    servings[child.name] = result
+                if result.action == "created":
+                    report.created.append(child)
+                elif result.action == "updated":
+                    report.updated.append(child)
+                if result.action != "unchanged":
+                    self.metrics.children_applied.labels(kind=child.kind.kind, action=result.action).inc()
+            elif isinstance(result, NotControlledError):
+                report.not_owned.append(str(result))
+            elif isinstance(result, ApiError):
+                report.failures.append(f"applying {child.ref()} failed: {result}")
+            elif isinstance(result, BaseException):
+                raise result
+        return servings
+
+    async def _prune(self, booster: dict[str, Any], uid: str, desired: Sequence[Desired], report: _Report) -> None:
+        wanted = {(child.kind, child.name) for child in desired}
+        stale: list[tuple[Kind, dict[str, Any]]] = []
+        for kind in CHILD_KINDS:
+            for live in self.children[kind].by_index(UID_INDEX, uid):
+                name = str((live.get("metadata") or {}).get("name"))
+                if (kind, name) not in wanted and is_controlled_by(live, uid):
+                    stale.append((kind, live))
+        if not stale:
+            return
+        results = await asyncio.gather(
+            *(
+                delete_child(client=self.client, cache=self.children[kind], kind=kind, live=live)
+                for kind, live in stale
+            ),
+            return_exceptions=True,
+        )
+        for (kind, live), result in zip(stale, results, strict=True):
+            ref = f"{kind.kind} {(live.get('metadata') or {}).get('name')}"
+            if result is True:
+                report.deleted.append(ref)
+                self.metrics.children_applied.labels(kind=kind.kind, action="deleted").inc()
+            elif isinstance(result, ApiError):
+                report.failures.append(f"deleting stale {ref} failed: {result}")
+            elif isinstance(result, BaseException):
+                raise result
+
+    # ------------------------------------------------------------------ status
+    def backend_states(self, booster: dict[str, Any]) -> list[BackendState]:
+        """One state per backend of the spec (names are required and unique: the CRD's list-map), in order."""
+        meta = booster.get("metadata") or {}
+        namespace, model = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        servings = self.children[MODEL_SERVING]
+        states = []
+        for backend in backend_names(booster):
+            serving = servings.get(namespace, backend_resource_name(model, backend))
+            if serving is not None and not is_controlled_by(serving, str(meta.get("uid"))):
+                serving = None
+            states.append(
+                BackendState(name=backend, available=serving_available(serving), replicas=serving_replicas(serving))
+            )
+        return states
+
+    async def _write_status(self, booster: dict[str, Any], outcome: Outcome) -> None:
+        meta = booster["metadata"]
+        current = booster.get("status")
+        generation = meta.get("generation")
+        desired = booster_status(
+            current,
+            generation=generation if isinstance(generation, int) else None,
+            outcome=outcome,
+            backends=self.backend_states(booster),
+            now=self._now(),
+        )
+        if not status_differs(current, desired):
+            return
+        stored = await self.client.patch(
+            MODEL_BOOSTER,
+            str(meta.get("namespace") or ""),
+            str(meta["name"]),
+            {"status": desired},
+            subresource="status",
+            field_manager=self.field_manager,
+        )
+        self.boosters.write_through(stored)
+
+    # ------------------------------------------------------------------ events
+    async def _post_events(self, booster: dict[str, Any], report: _Report) -> None:
+        for reason, items in (
+            ("Created", [child.ref() for child in report.created]),
+            ("Updated", [child.ref() for child in report.updated]),
+            ("Deleted", report.deleted),
+        ):
+            if items:
+                await self.recorder.emit(booster, type="Normal", reason=reason, message=_summary(reason, items))
+        for message in report.not_owned:
+            await self.recorder.emit(booster, type="Warning", reason="OwnershipConflict", message=message)
+        for message in report.failures:
+            await self.recorder.emit(booster, type="Warning", reason="ApplyFailed", message=message)
+
+
+def _summary(verb: str, items: Iterable[str]) -> str:
+    return f"{verb} {', '.join(items)}"
+
+
+def _pod_mapper(lora: LoraUpdater) -> KeyMapper:
+    """A running engine pod wakes its ModelBooster only when it may need runtime LoRA changes."""
+
+    def mapper(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
+        if new is None or (new.get("status") or {}).get("phase") != "Running":
+            return []
+        if (old or {}).get("status") == new.get("status") or not lora.wants_pod_events(pod_owner_uid(new)):
+            return []
+        key = pod_owner_key(new)
+        return [key] if key is not None else []
+
+    return mapper
+
+
+def condition_counts(boosters: Informer) -> dict[str, int]:
+    """`modelbooster_boosters{condition}`: how many ModelBoosters have each condition True (from the cache)."""
+    counts = {CONDITION_INITIALIZED: 0, CONDITION_ACTIVE: 0, CONDITION_FAILED: 0}
+    for booster in boosters.objects():
+        for condition in counts:
+            if condition_status(booster.get("status"), condition) == "True":
+                counts[condition] += 1
+    return counts
+
+
+def setup_modelbooster_controller(
+    manager: Manager,
+    *,
+    namespaces: Sequence[str],
+    settings: DynamicSettings,
+    recorder: EventRecorder,
+    workers: int,
+    field_manager: str,
+    lora: LoraUpdater | None = None,
+    backoff_base: float = 0.005,
+    backoff_max: float = 1000.0,
+    retry_qps: float = 10.0,
+    retry_burst: int = 100,
+) -> tuple[Controller, ModelBoosterReconciler]:
+    """Register the ModelBooster controller and its informers with the manager."""
+    boosters = manager.informer(MODEL_BOOSTER, namespaces=namespaces, transform=strip_metadata)
+    children = {
+        kind: manager.informer(
+            kind,
+            namespaces=namespaces,
+            label_selector=CHILD_SELECTOR,
+            transform=managed_fields_pruner(manager=field_manager),
+            indexers={UID_INDEX: label_index(LABEL_MODEL_UID)},
+        )
+        for kind in CHILD_KINDS
+    }
+    reconciler = ModelBoosterReconciler(
+        client=manager.client,
+        boosters=boosters,
+        children=children,
+        recorder=recorder,
+        settings=settings,
+        field_manager=field_manager,
+        metrics=manager.metrics,
+        lora=lora,
+    )
+    controller = Controller(
+        name=CONTROLLER_NAME,
+        reconcile=reconciler.reconcile,
+        workers=workers,
+        rate_limiter=default_controller_rate_limiter(
+            base_delay=backoff_base, max_delay=backoff_max, qps=retry_qps, burst=retry_burst
+        ),
+        metrics=manager.metrics,
+    )
+    controller.watch(boosters, map_to_self, primary=True)
+
+    def forget(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if event == "DELETED" and old is not None:
+            uid = str((old.get("metadata") or {}).get("uid") or "")
+            recorder.forget(uid)
+            if lora is not None:
+                lora.forget(uid)
+
+    boosters.add_handler(forget)
+    owner_mapper = map_to_controller_owner(MODEL_BOOSTER)
+    for informer in children.values():
+        controller.watch(informer, owner_mapper)
+    if lora is not None:
+        controller.watch(lora.pods, _pod_mapper(lora))
+    manager.add_controller(controller)
+    manager.metrics.add_condition_gauge(
+        name="modelbooster_boosters",
+        documentation="ModelBoosters per condition that is True",
+        counts=lambda: condition_counts(boosters),
+    )
+    return controller, reconciler

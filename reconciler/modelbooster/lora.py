@@ -1,0 +1,319 @@
+"""Dynamic LoRA updates (kthena-v0.1.0-facts §5.6, DECISIONS.md §6, with the Q5 fix).
+
+A vLLM backend whose env sets `VLLM_ALLOW_RUNTIME_LORA_UPDATING=true` (first occurrence, case-insensitive)
+can change its `loraAdapters` without a rollout: the running engines load and unload adapters over HTTP
+(`POST http://<podIP>:<RUNTIME_PORT|8100>/v1/load_lora_adapter` / `unload_lora_adapter`, the runtime sidecar's
+API), while the ModelServing keeps the pod template it was created with.
+
+How it fits the level-based reconcile:
+- per (ModelBooster uid, backend) we remember the adapter set the live ModelServing's template was rendered
+  with (`template`) and what each running pod has loaded at runtime (`loaded`, per pod uid; a pod we have not
+  touched has the template's adapters from its command line);
+- when the desired adapters differ from the template, the ModelServing is rendered with the template's
+  adapters instead; if that matches the live object, only adapters changed and the ModelServing is left alone
+  (it is never deleted: the reference's partial update deleted other backends' ModelServings, Q5); otherwise
+  something else changed too and the normal rollout carries the new adapters;
+- then every Running pod of the ModelServing (from the pod informer cache, never a live list) whose loaded set
+  differs from the desired one gets the unload/load calls, each with a timeout. Failures become Warning events
+  and the reconcile is retried with backoff; successes are remembered, so a retry only redoes what failed.
+  New pods (scale-up, restarts) are noticed through pod events and brought up to date the same way.
+
+Known limit, as in the reference: the memory is in-process. After a restart the first reconcile sees the
+ModelServing differ from the desired adapters and rolls it out with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from reconciler.modelbooster.kinds import MODEL_SERVING
+from reconciler.runtime.apply import Desired, child_matches
+from reconciler.runtime.controller import ObjectKey
+from reconciler.runtime.events import EventRecorder
+from reconciler.runtime.informer import Informer, label_index
+from reconciler.runtime.kinds import POD
+from reconciler.runtime.manager import Manager
+from shared.api.modelbooster import LoraAdapter, ModelBackend, ModelBooster
+from shared.constants import (
+    ENV_ALLOW_RUNTIME_LORA_UPDATING,
+    LABEL_MANAGED_BY,
+    LABEL_MODEL_NAME,
+    LABEL_MODEL_UID,
+    LABEL_MODELSERVING_NAME,
+    MANAGED_BY_VALUE,
+)
+from shared.engine import find_env, runtime_port
+from shared.naming import backend_resource_name
+from shared.uris import download_path
+
+logger = logging.getLogger(__name__)
+
+SERVING_INDEX = "modelserving-name"
+Adapter = tuple[str, str]  # (name, artifactURL)
+
+
+def runtime_lora_enabled(backend: ModelBackend) -> bool:
+    if backend.type != "vLLM":
+        return False
+    entry = find_env(backend.env, ENV_ALLOW_RUNTIME_LORA_UPDATING)
+    return entry is not None and (entry.value or "").lower() == "true"
+
+
+def adapters_of(backend: ModelBackend) -> tuple[Adapter, ...]:
+    """In spec order: the order shapes the rendered pod template (`--lora-modules`, downloader indices)."""
+    return tuple((lora.name, lora.artifact_url) for lora in backend.lora_adapters or ())
+
+
+def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
+    """Pod informer transform: keep only what LoRA updates read (the cache holds every engine pod)."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "labels") if key in meta
+        },
+        "status": {key: status[key] for key in ("phase", "podIP") if key in status},
+    }
+
+
+def setup_pod_informer(manager: Manager, *, namespaces: Sequence[str]) -> Informer:
+    """Engine pods of our ModelServings: their pod templates carry our managed-by label."""
+    return manager.informer(
+        POD,
+        namespaces=namespaces,
+        label_selector=f"{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}",
+        transform=_pod_summary,
+        indexers={SERVING_INDEX: label_index(LABEL_MODELSERVING_NAME)},
+    )
+
+
+@dataclass
+class _BackendState:
+    template: tuple[Adapter, ...]  # what the live ModelServing's pod template was rendered with
+    target: frozenset[Adapter]  # what the pods should serve
+    loaded: dict[str, frozenset[Adapter]] = field(default_factory=dict)  # pod uid -> adapters at runtime
+
+    @property
+    def diverged(self) -> bool:
+        return self.target != frozenset(self.template)
+
+
+@dataclass(frozen=True)
+class LoraWork:
+    key: tuple[str, str]
+    namespace: str
+    serving: str
+    backend: str
+    port: int
+    cache_uri: str
+    target: frozenset[Adapter]
+
+
+@dataclass
+class LoraPlan:
+    desired: list[Desired]
+    work: list[LoraWork]
+    templates: dict[str, tuple[Adapter, ...]]  # backend -> adapters its desired ModelServing carries
+    targets: dict[str, frozenset[Adapter]]  # backend -> adapters its pods should serve
+
+
+class LoraUpdater:
+    def __init__(self, *, pods: Informer, recorder: EventRecorder, timeout: float = 300.0) -> None:
+        self.pods = pods
+        self.recorder = recorder
+        self.timeout = timeout
+        self._state: dict[tuple[str, str], _BackendState] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def forget(self, uid: str) -> None:
+        for key in [key for key in self._state if key[0] == uid]:
+            del self._state[key]
+
+    def wants_pod_events(self, uid: str) -> bool:
+        """Whether new pods of this ModelBooster need adapters their template does not carry."""
+        return any(state.diverged for key, state in self._state.items() if key[0] == uid)
+
+    # ------------------------------------------------------------------ planning
+    def plan(
+        self,
+        *,
+        typed: ModelBooster,
+        desired: list[Desired],
+        servings: Informer,
+        render: Callable[[ModelBooster], list[Desired]],
+    ) -> LoraPlan:
+        uid = str(typed.metadata.uid)
+        namespace, model = str(typed.metadata.namespace or "default"), str(typed.metadata.name)
+        desired = list(desired)
+        work: list[LoraWork] = []
+        templates: dict[str, tuple[Adapter, ...]] = {}
+        targets: dict[str, frozenset[Adapter]] = {}
+        enabled = set()
+        for backend in typed.spec.backends:
+            if not runtime_lora_enabled(backend):
+                continue
+            enabled.add(backend.name)
+            serving = backend_resource_name(model, backend.name)
+            wanted = adapters_of(backend)
+            templates[backend.name] = wanted
+            targets[backend.name] = frozenset(wanted)
+            state = self._state.get((uid, backend.name))
+            live = servings.get(namespace, serving)
+            if state is None or live is None:
+                continue
+            if state.template != wanted:
+                previous = self._render_with(typed, backend.name, state.template, render=render, serving=serving)
+                if previous is None or not child_matches(
+                    previous.obj, live, ignore=previous.foreign_after_create
+                ):
+                    continue  # more than adapters changed: roll out with the new adapters
+                desired = [previous if d.kind == MODEL_SERVING and d.name == serving else d for d in desired]
+                templates[backend.name] = state.template
+            work.append(
+                LoraWork(
+                    key=(uid, backend.name),
+                    namespace=namespace,
+                    serving=serving,
+                    backend=backend.name,
+                    port=runtime_port(backend.env),
+                    cache_uri=backend.cache_uri or "",
+                    target=frozenset(wanted),
+                )
+            )
+        for key in [key for key in self._state if key[0] == uid and key[1] not in enabled]:
+            del self._state[key]
+        return LoraPlan(desired=desired, work=work, templates=templates, targets=targets)
+
+    @staticmethod
+    def _render_with(
+        typed: ModelBooster,
+        backend_name: str,
+        adapters: tuple[Adapter, ...],
+        *,
+        render: Callable[[ModelBooster], list[Desired]],
+        serving: str,
+    ) -> Desired | None:
+        old = typed.model_copy(deep=True)
+        for backend in old.spec.backends:
+            if backend.name == backend_name:
+                backend.lora_adapters = [LoraAdapter(name=name, artifact_url=url) for name, url in adapters] or None
+        for child in render(old):
+            if child.kind == MODEL_SERVING and child.name == serving:
+                return child
+        return None
+
+    def commit(self, *, uid: str, backend: str, template: tuple[Adapter, ...], target: frozenset[Adapter]) -> None:
+        """The backend's ModelServing now carries `template` (it was created, updated or found equal)."""
+        state = self._state.get((uid, backend))
+        if state is None or state.template != template:
+            self._state[(uid, backend)] = _BackendState(template=template, target=target)
+        else:
+            state.target = target
+
+    # ------------------------------------------------------------------ executing
+    async def execute(self, booster: dict[str, Any], work: Sequence[LoraWork]) -> list[str]:
+        """Bring every running pod's adapters to the target; return failure messages (empty: all done)."""
+        failures: list[str] = []
+        for item in work:
+            state = self._state.get(item.key)
+            if state is None:
+                continue
+            state.target = item.target
+            pods = [
+                pod
+                for pod in self.pods.by_index(SERVING_INDEX, item.serving)
+                if (pod.get("metadata") or {}).get("namespace") == item.namespace
+            ]
+            live_uids = {str(pod["metadata"].get("uid")) for pod in pods}
+            for gone in [uid for uid in state.loaded if uid not in live_uids]:
+                del state.loaded[gone]
+            running = [pod for pod in pods if _running_with_ip(pod)]
+            results = await asyncio.gather(*(self._update_pod(booster, item, state, pod) for pod in running))
+            failures.extend(message for messages in results for message in messages)
+        return failures
+
+    async def _update_pod(
+        self, booster: dict[str, Any], item: LoraWork, state: _BackendState, pod: dict[str, Any]
+    ) -> list[str]:
+        pod_uid = str(pod["metadata"].get("uid"))
+        pod_name = str(pod["metadata"].get("name"))
+        loaded = set(state.loaded.get(pod_uid, frozenset(state.template)))
+        if loaded == item.target:
+            return []
+        url = f"http://{pod['status']['podIP']}:{item.port}"
+        failures: list[str] = []
+        # An adapter whose artifact changed is unloaded, then loaded from the new source.
+        for name, source in sorted(loaded - item.target):
+            error = await self._post(f"{url}/v1/unload_lora_adapter", {"lora_name": name}, ok=(200,))
+            if error is None:
+                loaded.discard((name, source))
+            else:
+                failures.append(f"unloading LoRA adapter {name} from pod {pod_name}: {error}")
+                await self.recorder.emit(booster, type="Warning", reason="LoraUnloadFailed", message=failures[-1])
+        for name, source in sorted(item.target - loaded):
+            body = {
+                "async_download": False,
+                "lora_name": name,
+                "output_dir": download_path(cache_uri=item.cache_uri, source_uri=source),
+                "source": source,
+            }
+            error = await self._post(f"{url}/v1/load_lora_adapter", body, ok=(200, 202))
+            if error is None:
+                loaded.add((name, source))
+            else:
+                failures.append(f"loading LoRA adapter {name} into pod {pod_name}: {error}")
+                await self.recorder.emit(booster, type="Warning", reason="LoraLoadFailed", message=failures[-1])
+        state.loaded[pod_uid] = frozenset(loaded)
+        if not failures:
+            await self.recorder.emit(
+                booster,
+                type="Normal",
+                reason="LoraUpdated",
+                message=f"pod {pod_name} of ModelServing {item.serving} serves LoRA adapters "
+                f"{', '.join(sorted(name for name, _ in item.target)) or '(none)'}",
+            )
+        return failures
+
+    async def _post(self, url: str, body: dict[str, Any], *, ok: tuple[int, ...]) -> str | None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+        try:
+            async with self._session.post(
+                url, data=json.dumps(body), headers={"Content-Type": "application/json"}
+            ) as response:
+                if response.status in ok:
+                    return None
+                text = (await response.text())[:200].strip()
+                return f"HTTP {response.status}{': ' + text if text else ''}"
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+
+def _running_with_ip(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and bool(status.get("podIP"))
+
+
+def pod_owner_key(pod: dict[str, Any]) -> ObjectKey | None:
+    meta = pod.get("metadata") or {}
+    model = (meta.get("labels") or {}).get(LABEL_MODEL_NAME)
+    return ObjectKey(str(meta.get("namespace") or ""), str(model)) if model else None
+
+
+def pod_owner_uid(pod: dict[str, Any]) -> str:
+    return str(((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_MODEL_UID) or "")

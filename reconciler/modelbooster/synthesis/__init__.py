@@ -1,0 +1,25 @@
+"""Synthesis: a defaulted ModelBooster plus controller settings -> the child objects it wants.
+
+Pure and deterministic (no I/O), so `modelbooster render` prints exactly what the reconciler would apply.
+"""
+
+from reconciler.modelbooster.synthesis.autoscaling import autoscaled_backends, is_autoscaled
+from reconciler.modelbooster.synthesis.errors import SynthesisError
+from reconciler.modelbooster.synthesis.labels import revision_digest
+from reconciler.modelbooster.synthesis.settings import (
+    DEFAULT_DOWNLOADER_IMAGE,
+    DEFAULT_RUNTIME_IMAGE,
+    SynthesisSettings,
+)
+from reconciler.modelbooster.synthesis.synthesize import synthesize
+
+__all__ = [
+    "DEFAULT_DOWNLOADER_IMAGE",
+    "DEFAULT_RUNTIME_IMAGE",
+    "SynthesisError",
+    "SynthesisSettings",
+    "autoscaled_backends",
+    "is_autoscaled",
+    "revision_digest",
+    "synthesize",
+]

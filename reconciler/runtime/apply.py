@@ -1,0 +1,265 @@
+"""Writing children: decide whether a child needs a write, and write it without fighting anyone.
+
+Strategy (and why):
+- **Create with POST** when the cache has no object of that name. The API server then guarantees we never
+  overwrite something that already exists: `409 AlreadyExists` leads to a GET, and the object is adopted only if
+  its controller ownerReference is this ModelBooster (e.g. we created it just before a restart); otherwise the
+  reconcile fails with a message naming the object. A server-side apply cannot express "create only".
+- **Update with server-side apply** (`fieldManager=modelbooster`, `force=true`) when a cached child we control
+  differs from the desired state. We send only the fields we own, so fields set by others (the autoscaler's
+  `spec.replicas`, labels added by users, status written by other controllers) are left alone, and there is
+  no resourceVersion to conflict on, so a busy child never makes us loop on 409s.
+- **ModelServing replicas under autoscaling** (DECISIONS.md §6): the create sets `spec.replicas` to the desired
+  minimum. Later applies leave it out, because once the autoscaler manages it, it is not ours. One trap: with
+  server-side apply, leaving out a field that our *apply* previously owned deletes it (the CRD default, 1, would
+  come back). That happens when a backend was not autoscaled before (we applied replicas) and is autoscaled now.
+  So while the live `managedFields` still show our apply owning `spec.replicas`, the apply carries the *live*
+  value: ownership is kept without changing anything, and it passes to the autoscaler on its first write.
+- **Apply only what differs**: a child is written only if the desired object is not a subset of the cached
+  one (every field we set has the same value there). Fields the API server defaults or others add do not
+  cause writes; a hand edit of a field we own does, and is reverted. Because our revision digest is a label,
+  a desired change always shows up in the comparison too.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.informer import Informer, Transform
+from reconciler.runtime.kinds import Kind
+
+Action = Literal["created", "updated", "unchanged"]
+REPLICAS_PATH: tuple[str, ...] = ("spec", "replicas")
+
+
+# --------------------------------------------------------------------------- comparison
+def is_subset(want: Any, have: Any) -> bool:
+    """Whether every value in `want` is present and equal in `have` (dicts recursively, lists element-wise)."""
+    if isinstance(want, dict):
+        if not isinstance(have, dict):
+            return False
+        for key, value in want.items():
+            if value is None:
+                if have.get(key) is not None:
+                    return False
+            elif key not in have or not is_subset(value, have[key]):
+                return False
+        return True
+    if isinstance(want, list):
+        if not isinstance(have, list) or len(want) != len(have):
+            return False
+        return all(is_subset(w, h) for w, h in zip(want, have, strict=True))
+    if isinstance(want, bool) or isinstance(have, bool):
+        return type(want) is type(have) and want == have
+    return bool(want == have)
+
+
+def _owner_refs_present(want: Sequence[dict[str, Any]], have: Sequence[dict[str, Any]]) -> bool:
+    """ownerReferences is a list keyed by uid: others may add their own references beside ours."""
+    by_uid = {ref.get("uid"): ref for ref in have if isinstance(ref, dict)}
+    return all(is_subset(ref, by_uid.get(ref.get("uid"))) for ref in want)
+
+
+def child_matches(desired: dict[str, Any], live: dict[str, Any], *, ignore: Iterable[tuple[str, ...]] = ()) -> bool:
+    """Whether `live` already carries everything `desired` says (see module docstring)."""
+    want = without_paths(desired, ignore)
+    want_meta = dict(want.get("metadata") or {})
+    have_meta = live.get("metadata") or {}
+    if not _owner_refs_present(want_meta.pop("ownerReferences", None) or [], have_meta.get("ownerReferences") or []):
+        return False
+    want["metadata"] = want_meta
+    return is_subset(want, live)
+
+
+def without_paths(obj: dict[str, Any], paths: Iterable[tuple[str, ...]]) -> dict[str, Any]:
+    paths = [path for path in paths if path]
+    if not paths:
+        return dict(obj)
+    result = copy.deepcopy(obj)
+    for path in paths:
+        node: Any = result
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+    return result
+
+
+def get_path(obj: dict[str, Any], path: Sequence[str]) -> Any:
+    node: Any = obj
+    for part in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def set_path(obj: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    node = obj
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+
+
+# --------------------------------------------------------------------------- ownership
+def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller"):
+            return ref
+    return None
+
+
+def is_controlled_by(obj: dict[str, Any], owner_uid: str) -> bool:
+    ref = controller_ref(obj)
+    return ref is not None and ref.get("uid") == owner_uid
+
+
+def _fields_path(path: Sequence[str]) -> list[str]:
+    return [f"f:{part}" for part in path]
+
+
+def manager_owns(obj: dict[str, Any], *, manager: str, path: Sequence[str], operation: str = "Apply") -> bool:
+    """Whether `manager`'s `operation` entry in managedFields owns the field at `path`."""
+    for entry in (obj.get("metadata") or {}).get("managedFields") or ():
+        if not isinstance(entry, dict) or entry.get("manager") != manager or entry.get("operation") != operation:
+            continue
+        if entry.get("subresource"):
+            continue
+        node: Any = entry.get("fieldsV1") or {}
+        for part in _fields_path(path):
+            if not isinstance(node, dict) or part not in node:
+                node = None
+                break
+            node = node[part]
+        if node is not None:
+            return True
+    return False
+
+
+def managed_fields_pruner(*, manager: str, paths: Sequence[Sequence[str]] = (REPLICAS_PATH,)) -> Transform:
+    """An informer transform that keeps, of managedFields, only whether `manager`'s apply owns `paths`.
+
+    managedFields often make up a third of an object; the cache needs one bit of them per child."""
+
+    def prune(obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or "managedFields" not in meta:
+            return obj
+        owned: dict[str, Any] = {}
+        for path in paths:
+            if manager_owns(obj, manager=manager, path=path):
+                node = owned
+                for part in _fields_path(path):
+                    node = node.setdefault(part, {})
+        meta = dict(meta)
+        if owned:
+            meta["managedFields"] = [{"manager": manager, "operation": "Apply", "fieldsV1": owned}]
+        else:
+            del meta["managedFields"]
+        pruned = dict(obj)
+        pruned["metadata"] = meta
+        return pruned
+
+    return prune
+
+
+# --------------------------------------------------------------------------- planning
+@dataclass(frozen=True)
+class Desired:
+    """One desired child, and the fields in it that belong to someone else once the object exists."""
+
+    kind: Kind
+    obj: dict[str, Any]
+    foreign_after_create: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace") or "")
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    def ref(self) -> str:
+        return f"{self.kind.kind} {self.namespace}/{self.name}"
+
+
+def apply_body(desired: Desired, live: dict[str, Any], *, manager: str) -> dict[str, Any]:
+    """The server-side apply body for updating `live`: the desired object minus fields that are no longer
+    ours, except that a field our apply still owns carries its live value (see module docstring)."""
+    body = without_paths(desired.obj, desired.foreign_after_create)
+    for path in desired.foreign_after_create:
+        live_value = get_path(live, path)
+        if live_value is not None and manager_owns(live, manager=manager, path=path):
+            set_path(body, path, live_value)
+    return body
+
+
+class NotControlledError(Exception):
+    """A same-named object exists that this ModelBooster does not control: we never take it over."""
+
+    def __init__(self, desired: Desired, live: dict[str, Any], owner: str) -> None:
+        ref = controller_ref(live)
+        holder = f"controlled by {ref.get('kind')} {ref.get('name')}" if ref else "not controlled by any owner"
+        super().__init__(
+            f"{desired.ref()} already exists and is {holder}, not by ModelBooster {owner}; "
+            "refusing to take it over: delete or rename it"
+        )
+        self.desired = desired
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    desired: Desired
+    action: Action
+
+
+async def ensure_child(
+    *,
+    client: KubeClient,
+    cache: Informer,
+    desired: Desired,
+    owner_uid: str,
+    owner: str,
+    manager: str,
+) -> ChildOutcome:
+    """Create or update one child so that it matches `desired`; raise ApiError or NotControlledError."""
+    live = cache.get(desired.namespace, desired.name)
+    if live is not None and not is_controlled_by(live, owner_uid):
+        raise NotControlledError(desired, live, owner)
+    if live is None:
+        try:
+            created = await client.create(desired.kind, desired.obj, field_manager=manager)
+        except ApiError as error:
+            if not error.already_exists:
+                raise
+            # Not in our (label-filtered, maybe lagging) cache but present: ours from before a restart, or not ours.
+            live = await client.get(desired.kind, desired.namespace, desired.name)
+            if not is_controlled_by(live, owner_uid):
+                raise NotControlledError(desired, live, owner) from None
+        else:
+            cache.write_through(created)
+            return ChildOutcome(desired, "created")
+    if child_matches(desired.obj, live, ignore=desired.foreign_after_create):
+        return ChildOutcome(desired, "unchanged")
+    stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
+    cache.write_through(stored)
+    return ChildOutcome(desired, "updated")
+
+
+async def delete_child(*, client: KubeClient, cache: Informer, kind: Kind, live: dict[str, Any]) -> bool:
+    """Delete a stale child; False if it was already gone or replaced by another object of that name."""
+    meta = live.get("metadata") or {}
+    namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    try:
+        await client.delete(kind, namespace, name, uid=meta.get("uid"))
+    except ApiError as error:
+        if error.not_found or error.conflict:
+            return False
+        raise
+    cache.forget_deleted(namespace, name)
+    return True

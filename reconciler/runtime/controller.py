@@ -1,0 +1,239 @@
+"""A generic level-based controller: watched kinds → keys → one queue → N workers → reconcile(key).
+
+The contract is controller-runtime's. `reconcile(key)` receives only the key and reads current state from
+informer caches; it returns a `Result` (done, or requeue after N seconds), raises `TerminalError` for an error
+that retrying cannot fix (counted, not retried), or raises anything else to be retried with per-key
+exponential backoff. Nothing here knows about ModelBooster: the Inferno controller is a second `Controller`
+with its own kinds, key mapping and reconcile function.
+
+Workers run only while the process leads (the manager starts and stops them); event handlers and the queue
+run all the time so that a new leader starts with a full queue and warm caches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from reconciler.runtime.client import ApiError
+from reconciler.runtime.informer import EventType, Informer
+from reconciler.runtime.kinds import Kind
+from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.queue import QueueObserver, QueueShutDown, WorkQueue
+from reconciler.runtime.ratelimit import RateLimiter
+
+logger = logging.getLogger(__name__)
+
+
+class ObjectKey(NamedTuple):
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> ObjectKey:
+        meta = obj.get("metadata") or {}
+        return cls(meta.get("namespace") or "", meta.get("name") or "")
+
+
+@dataclass(frozen=True)
+class Result:
+    requeue_after: float | None = None
+
+
+class TerminalError(Exception):
+    """An error that a retry cannot fix (e.g. an invalid spec): reported, counted, not requeued."""
+
+
+Reconcile = Callable[[ObjectKey], Awaitable[Result]]
+# (event type, old object or None, new object or None) -> keys to enqueue
+KeyMapper = Callable[[EventType, dict[str, Any] | None, dict[str, Any] | None], Iterable[ObjectKey]]
+
+
+def map_to_self(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
+    obj = new if new is not None else old
+    return [ObjectKey.of(obj)] if obj is not None else []
+
+
+def map_to_controller_owner(owner: Kind) -> KeyMapper:
+    """Enqueue the controlling owner of a child, if it is of kind `owner` (same namespace by Kubernetes rules)."""
+
+    def mapper(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
+        keys: set[ObjectKey] = set()
+        for obj in (old, new):
+            if obj is None:
+                continue
+            meta = obj.get("metadata") or {}
+            for ref in meta.get("ownerReferences") or ():
+                if ref.get("controller") and ref.get("kind") == owner.kind and _group_of(ref) == owner.group:
+                    keys.add(ObjectKey(meta.get("namespace") or "", ref.get("name") or ""))
+        return keys
+
+    return mapper
+
+
+def _group_of(ref: dict[str, Any]) -> str:
+    api_version = str(ref.get("apiVersion") or "")
+    return api_version.rpartition("/")[0]
+
+
+class Controller:
+    def __init__(
+        self,
+        *,
+        name: str,
+        reconcile: Reconcile,
+        workers: int,
+        rate_limiter: RateLimiter,
+        metrics: Metrics,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"controller {name}: workers must be >= 1, got {workers}")
+        self.name = name
+        self._reconcile = reconcile
+        self.workers = workers
+        self._metrics = metrics
+        labels = {"name": name, "controller": name}
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(
+            rate_limiter=rate_limiter,
+            observer=QueueObserver(
+                on_depth=metrics.queue_depth.labels(**labels).set,
+                on_add=metrics.queue_adds.labels(**labels).inc,
+                on_retry=metrics.queue_retries.labels(**labels).inc,
+                on_queue_latency=metrics.queue_duration.labels(**labels).observe,
+                on_work_duration=metrics.work_duration.labels(**labels).observe,
+            ),
+        )
+        self._sources: list[Informer] = []
+        self._primary: Informer | None = None
+        metrics.init_controller(name, workers)
+
+    # ---------------------------------------------------------------- wiring
+    def watch(self, informer: Informer, mapper: KeyMapper, *, primary: bool = False) -> None:
+        """Enqueue the keys `mapper` returns for each event of `informer`. The primary informer is the one
+        whose every object is re-enqueued on resync and when leadership starts."""
+
+        def handler(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            for key in mapper(event, old, new):
+                if key.name:
+                    self.queue.add(key)
+
+        informer.add_handler(handler)
+        if informer not in self._sources:
+            self._sources.append(informer)
+        if primary:
+            self._primary = informer
+
+    def depends_on(self, informer: Informer) -> None:
+        """An informer the reconcile reads without reacting to its events (e.g. settings): the workers start only
+        once it has synced, like the watched ones."""
+        if informer not in self._sources:
+            self._sources.append(informer)
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(informer.wait_synced() for informer in self._sources))
+
+    def enqueue(self, key: ObjectKey) -> None:
+        self.queue.add(key)
+
+    def enqueue_all(self) -> None:
+        """Level-based restart and resync: every object of the primary kind gets a reconcile."""
+        if self._primary is None:
+            return
+        for obj in self._primary.objects():
+            self.queue.add(ObjectKey.of(obj))
+
+    @property
+    def sources(self) -> list[Informer]:
+        return list(self._sources)
+
+    # ---------------------------------------------------------------- running
+    async def run_workers(self) -> None:
+        """Run the workers until cancelled (leadership lost or shutdown), once this controller's caches have
+        synced: a controller whose kinds are not installed (say, an optional CRD) holds up no other controller."""
+        await self.wait_synced()
+        self.enqueue_all()
+        tasks = [asyncio.create_task(self._worker(i), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def run_resync(self, period: float) -> None:
+        if period <= 0:
+            return
+        while True:
+            await asyncio.sleep(period)
+            self.enqueue_all()
+
+    async def _worker(self, index: int) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self.process(key)
+            finally:
+                self.queue.done(key)
+
+    async def process(self, key: ObjectKey) -> None:
+        """One reconcile of `key` with the queue bookkeeping of controller-runtime's reconcileHandler."""
+        reconcile_id = uuid.uuid4().hex[:12]
+        active = self._metrics.active_workers.labels(controller=self.name)
+        active.inc()
+        started = time.monotonic()
+        result_label = "success"
+        try:
+            result = await self._reconcile(key)
+        except asyncio.CancelledError:
+            # Leadership lost or shutting down mid-reconcile: the key must be picked up again by whoever
+            # reconciles next, so put it back before unwinding.
+            self.queue.add(key)
+            raise
+        except TerminalError as error:
+            result_label = "error"
+            self._metrics.reconcile_errors.labels(controller=self.name).inc()
+            self._metrics.terminal_errors.labels(controller=self.name).inc()
+            self.queue.forget(key)
+            logger.warning("reconcile %s failed permanently: %s", key, error, extra={"reconcileID": reconcile_id})
+        except Exception as error:
+            result_label = "error"
+            self._metrics.reconcile_errors.labels(controller=self.name).inc()
+            self.queue.add_rate_limited(key)
+            logger.warning(
+                "reconcile %s failed (retry %d): %s",
+                key,
+                self.queue.num_requeues(key),
+                error,
+                exc_info=not _expected(error),
+                extra={"reconcileID": reconcile_id},
+            )
+        else:
+            self.queue.forget(key)
+            if result.requeue_after is not None and result.requeue_after > 0:
+                result_label = "requeue_after"
+                self.queue.add_after(key, result.requeue_after)
+        finally:
+            active.dec()
+            elapsed = time.monotonic() - started
+            self._metrics.reconcile_time.labels(controller=self.name).observe(elapsed)
+        self._metrics.reconcile_total.labels(controller=self.name, result=result_label).inc()
+
+
+def _expected(error: Exception) -> bool:
+    """Errors that are part of normal operation and need no traceback in the log."""
+    return isinstance(error, ApiError | ReconcileError)
+
+
+class ReconcileError(Exception):
+    """A retryable failure the reconcile already reported (status, events); logged without traceback."""

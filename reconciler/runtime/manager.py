@@ -1,0 +1,224 @@
+"""The manager: one process's informers, controllers, leader election, leader-only tasks and probes.
+
+Lifecycle of `run(stop)`:
+1. start every informer (list+watch) — on every replica, leader or not, so a new leader starts warm;
+2. serve `/healthz`, `/readyz` (all caches synced) and `/metrics`;
+3. campaign for the Lease (or lead at once with leader election off); while leading, run each controller's
+   workers and resync loop once that controller's own caches have synced (a controller whose CRD is missing
+   holds up no other), and each registered leader task once the informers it needs have synced;
+4. on `stop`: stop handing out work, let in-flight reconciles finish (bounded by `shutdown_timeout`), stop
+   leading (which releases the Lease), stop the informers and close the client.
+
+Other duties that only the leader may perform register with `add_leader_task(name, factory, needs=...)`:
+`factory()` is called each time leadership starts (after the informers in `needs`, by default all of them, have
+synced), its task is cancelled when leadership ends, and it is restarted (after a short backoff) if it crashes.
+Example: the webhook certificate duty (Secret + caBundle + rotation). `add_cleanup(coro_factory)` runs after stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.runtime.client import KubeClient
+from reconciler.runtime.controller import Controller
+from reconciler.runtime.informer import IndexFunc, Informer, Transform
+from reconciler.runtime.kinds import Kind
+from reconciler.runtime.leader import LeaderElector, LeaseTimings
+from reconciler.runtime.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+LeaderTaskFactory = Callable[[], Coroutine[Any, Any, None]]
+
+
+@dataclass
+class ManagerOptions:
+    leader_elect: bool = True
+    lease_name: str = "modelbooster-reconciler"
+    lease_namespace: str = "default"
+    identity: str = "modelbooster"
+    lease: LeaseTimings = field(default_factory=LeaseTimings)
+    resync_period: float = 600.0
+    shutdown_timeout: float = 25.0
+    watch_timeout: int = 300
+    watch_read_timeout: float | None = None
+    leader_task_backoff: float = 1.0
+
+
+class Manager:
+    def __init__(self, client: KubeClient, *, options: ManagerOptions, metrics: Metrics) -> None:
+        self.client = client
+        self.options = options
+        self.metrics = metrics
+        self._informers: dict[tuple[Kind, tuple[str, ...], str | None, str | None], Informer] = {}
+        self._controllers: list[Controller] = []
+        self._leader_tasks: list[tuple[str, LeaderTaskFactory, tuple[Informer, ...] | None]] = []
+        self._informer_tasks: list[asyncio.Task[None]] = []
+        self._campaign: asyncio.Task[None] | None = None
+        self._cleanups: list[Callable[[], Coroutine[Any, Any, None]]] = []
+        self._stopping = False
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            self.elector = LeaderElector(
+                client,
+                namespace=options.lease_namespace,
+                name=options.lease_name,
+                identity=options.identity,
+                timings=options.lease,
+                metrics=metrics,
+            )
+        self._leading_without_election = asyncio.Event()
+
+    # ------------------------------------------------------------------ wiring
+    def informer(
+        self,
+        kind: Kind,
+        *,
+        namespaces: Sequence[str] = (),
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = None,
+        indexers: dict[str, IndexFunc] | None = None,
+    ) -> Informer:
+        """The informer for `kind` with these selectors, created on first use and shared afterwards."""
+        key = (kind, tuple(namespaces), label_selector, field_selector)
+        informer = self._informers.get(key)
+        if informer is None:
+            informer = Informer(
+                self.client,
+                kind,
+                namespaces=namespaces or None,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                transform=transform,
+                indexers=indexers,
+                watch_timeout=self.options.watch_timeout,
+                read_timeout=self.options.watch_read_timeout,
+                metrics=self.metrics,
+            )
+            self._informers[key] = informer
+        return informer
+
+    def add_controller(self, controller: Controller) -> None:
+        self._controllers.append(controller)
+
+    def add_cleanup(self, cleanup: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `cleanup()` once the manager has stopped (close sessions and the like)."""
+        self._cleanups.append(cleanup)
+
+    def add_leader_task(
+        self, name: str, factory: LeaderTaskFactory, *, needs: Sequence[Informer] | None = None
+    ) -> None:
+        """Run `factory()` while this process leads (see module docstring), once the informers it `needs` have
+        synced (default: every informer of the manager)."""
+        self._leader_tasks.append((name, factory, None if needs is None else tuple(needs)))
+
+    @property
+    def informers(self) -> list[Informer]:
+        return list(self._informers.values())
+
+    @property
+    def controllers(self) -> list[Controller]:
+        return list(self._controllers)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def is_leader(self) -> bool:
+        if self.elector is None:
+            return self._leading_without_election.is_set()
+        return self.elector.is_leader
+
+    def caches_synced(self) -> bool:
+        return all(informer.has_synced for informer in self._informers.values())
+
+    def ready(self) -> bool:
+        return not self._stopping and self.caches_synced()
+
+    def healthy(self) -> bool:
+        return not any(task.done() for task in self._informer_tasks) or self._stopping
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(informer.wait_synced() for informer in self._informers.values()))
+
+    # ------------------------------------------------------------------ running
+    async def run(self, stop: asyncio.Event) -> None:
+        self._informer_tasks = [
+            asyncio.create_task(informer.run(), name=f"informer-{informer.name}") for informer in self.informers
+        ]
+        if self.elector is not None:
+            campaign = asyncio.create_task(self.elector.run(self._lead), name="leader-election")
+        else:
+            campaign = asyncio.create_task(self._lead_without_election(), name="leading")
+        self._campaign = campaign
+        try:
+            await stop.wait()
+        finally:
+            self._stopping = True
+            await self._shutdown(campaign)
+
+    async def _lead_without_election(self) -> None:
+        self._leading_without_election.set()
+        self.metrics.leader_status.labels(name=self.options.lease_name).set(1)
+        try:
+            await self._lead()
+        finally:
+            self._leading_without_election.clear()
+            self.metrics.leader_status.labels(name=self.options.lease_name).set(0)
+
+    async def _lead(self) -> None:
+        logger.info("leading: starting %d controller(s) as their caches sync", len(self._controllers))
+        tasks = []
+        for controller in self._controllers:
+            tasks.append(asyncio.create_task(controller.run_workers(), name=f"{controller.name}-workers"))
+            tasks.append(
+                asyncio.create_task(controller.run_resync(self.options.resync_period), name=f"{controller.name}-resync")
+            )
+        for name, factory, needs in self._leader_tasks:
+            tasks.append(asyncio.create_task(self._supervise(name, factory, needs), name=name))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _supervise(self, name: str, factory: LeaderTaskFactory, needs: tuple[Informer, ...] | None) -> None:
+        informers = self.informers if needs is None else needs
+        await asyncio.gather(*(informer.wait_synced() for informer in informers))
+        while True:
+            try:
+                await factory()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("leader task %s failed; restarting in %.1fs", name, self.options.leader_task_backoff)
+                await asyncio.sleep(self.options.leader_task_backoff)
+
+    async def _shutdown(self, campaign: asyncio.Task[None]) -> None:
+        for controller in self._controllers:
+            controller.queue.shutdown()
+        # Workers finish the item in hand and exit; give them the grace period, then cut them off.
+        deadline = asyncio.get_running_loop().time() + self.options.shutdown_timeout
+        while any(controller.queue.processing() for controller in self._controllers):
+            if asyncio.get_running_loop().time() >= deadline:
+                logger.warning("shutdown: in-flight reconciles did not finish in %.0fs", self.options.shutdown_timeout)
+                break
+            await asyncio.sleep(0.05)
+        campaign.cancel()  # stops leading; the elector releases the Lease
+        with contextlib.suppress(asyncio.CancelledError):
+            await campaign
+        for task in self._informer_tasks:
+            task.cancel()
+        await asyncio.gather(*self._informer_tasks, return_exceptions=True)
+        for cleanup in self._cleanups:
+            try:
+                await cleanup()
+            except Exception:
+                logger.exception("cleanup failed")
+        logger.info("manager stopped")
