@@ -22,6 +22,8 @@ COPY shared/ shared/
 COPY certs/ certs/
 COPY webhook/ webhook/
 COPY reconciler/ reconciler/
+COPY optimizer/ optimizer/
+COPY process/ process/
 # A regular (non-editable) install: the final stage copies the virtualenv and not the sources.
 RUN /opt/modelbooster/bin/pip install --no-compile "./[${EXTRAS}]" \
  && /opt/modelbooster/bin/pip uninstall --yes pip setuptools wheel \
