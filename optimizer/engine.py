@@ -1,4 +1,4 @@
-"""One optimisation, end to end (inferno-facts.md §4.1, §4.10): system in, solution out. Pure: no I/O.
+"""One optimisation, end to end (docs/design/inferno.md §2, §4–§6): system in, solution out. Pure: no I/O.
 
 1. Check the system: servers must name a known class (with a target for their model), a known model, and a
    known current accelerator. The reference left such servers silently out of its solution.

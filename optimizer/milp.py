@@ -1,4 +1,4 @@
-"""The MILP modes (inferno-facts.md §4.9), on SciPy's HiGHS (`scipy.optimize.milp`), an optional extra.
+"""The MILP modes (docs/design/inferno.md §6), on SciPy's HiGHS (`scipy.optimize.milp`), an optional extra.
 
 Upstream used lp_solve through cgo, or CPLEX's `oplrun`; we use HiGHS for both (`useCplex` is accepted and
 changes nothing). Formulations, over the precomputed candidates:
@@ -140,7 +140,7 @@ def solve_milp(
     first = milp(cost, integrality=integrality, bounds=bounds, constraints=constraints, options=options)
     solution = _accepted(first, heterogeneous=heterogeneous)
 
-    # Among equal-cost optima prefer accelerator names in sorted order (DECISIONS.md §8: deterministic ties).
+    # Among equal-cost optima prefer accelerator names in sorted order (docs/design/inferno.md §7).
     names = sorted({v.candidate.accelerator for v in variables})
     rank = np.array([float(names.index(v.candidate.accelerator)) for v in variables], dtype=float)
     best = float(cost @ solution)

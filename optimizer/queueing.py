@@ -1,4 +1,4 @@
-"""The state-dependent M/M/1/K queue of one inference replica, and bisection (inferno-facts.md §4.3, §4.4).
+"""The state-dependent M/M/1/K queue of one inference replica, and bisection (docs/design/inferno.md §3, §7).
 
 A replica with n requests in the system (n = 0..K) serves min(n, N) of them as one batch and completes
 requests at the state-dependent rate mu_min(n,N); arrivals at n = K are blocked. This is a birth-death chain:
@@ -240,7 +240,7 @@ def bisect(
 
     Stops when |f(x) - target| <= rtol * |target| or when the bracket is narrower than xtol relative to its
     upper end. Upstream's relative test had a precedence bug and ran 100 float32 halvings; this one has a
-    real tolerance (DECISIONS.md §8). Without an exact hit it returns the bracket end whose f is on the
+    real tolerance (docs/design/inferno.md §7). Without an exact hit it returns the bracket end whose f is on the
     target's "<=" side, so an SLO computed from it is never exceeded by more than the tolerance.
     """
     if not lo <= hi:

@@ -1,4 +1,4 @@
-"""`modelbooster optimizer`: the Inferno optimizer as a REST server (inferno-facts.md §3), on aiohttp.
+"""`modelbooster optimizer`: the Inferno optimizer as a REST server (docs/design/inferno.md §10), on aiohttp.
 
 Same paths and JSON as the reference optimizer (legacy generation, v0.4/v0.5), so either side can be
 swapped. Stateless (default) serves the read endpoints and `POST /optimizeOne`; stateful (`-F`) also keeps

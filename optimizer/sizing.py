@@ -1,4 +1,4 @@
-"""Sizing one server on one accelerator: the legacy decode-only model (inferno-facts.md §4.5 to §4.7).
+"""Sizing one server on one accelerator: the legacy decode-only model (docs/design/inferno.md §4).
 
 A replica runs batches of up to N requests; at concurrency n every request gets one token each
 alpha + beta * n ms, so a request of L tokens completes at the state-dependent rate
@@ -54,7 +54,7 @@ class ServiceProfile:
 class Candidate:
     """One way to serve one server: `num_replicas` replicas on accelerator `accelerator`.
 
-    `value` is what the solvers minimise (the transition penalty of §4.8 once the engine sets it).
+    `value` is what the solvers minimise (the transition value of docs/design/inferno.md §5 once the engine sets it).
     Rates are requests/ms, times ms, costs cents/h; units are physical devices of type `acc_type`.
     """
 
@@ -107,7 +107,10 @@ def demand_rate(*, server: Server, target: ModelTarget) -> float:
 def size_candidate(
     *, server: Server, accelerator: Accelerator, perf: PerfData, target: ModelTarget
 ) -> Candidate | None:
-    """The legacy sizing of §4.6 (zero load: §4.5); None when no replica count meets the targets."""
+    """The legacy sizing of docs/design/inferno.md §4 (zero load: step 7).
+
+    None when no replica count meets the targets.
+    """
     load = server.load
     if load.arrival_rate < 0 or load.avg_length < 0:
         return None
@@ -257,7 +260,7 @@ class GGmEstimate:
 
 
 def estimate_ggm(*, server: Server, perf: PerfData, target: ModelTarget) -> GGmEstimate | None:
-    """The G/G/m-style approximation that reads the COVs (§4.7).
+    """The G/G/m-style approximation that reads the COVs (docs/design/inferno.md §4, last paragraph).
 
     Upstream shipped it but never called it; so do we: the optimizer sizes with `size_candidate`. Kept as a
     cheap cross-check and for callers that have measured arrival and service variability.

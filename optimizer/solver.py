@@ -1,6 +1,6 @@
-"""Choosing one candidate per server: transition value, unlimited and greedy-limited (inferno-facts.md §4.8, §4.9).
+"""Choosing one candidate per server: transition value, unlimited and greedy-limited (docs/design/inferno.md §5, §6).
 
-Ties are broken deterministically (DECISIONS.md §8), where upstream used Go's random map order:
+Ties are broken deterministically (docs/design/inferno.md §7), where upstream used Go's random map order:
 - candidates of one server by (value, cost, accelerator name): cheapest, then name;
 - greedy entries by (priority, regret descending, value descending, server name).
 
@@ -30,7 +30,7 @@ ACCEL_PENALTY_FACTOR = 0.1
 
 
 def transition_value(current: Allocation, candidate: Candidate) -> float:
-    """The objective of a candidate given the current allocation (§4.8).
+    """The objective of a candidate given the current allocation (docs/design/inferno.md §5).
 
     Unchanged: 0. Same accelerator, other replica count: the cost difference. Another accelerator: the cost
     difference plus 10% of both costs, the price of moving. `current.cost` is taken as given.
@@ -103,7 +103,10 @@ def solve_greedy(
     saturation_policy: SaturationPolicy = "None",
     delayed_best_effort: bool = False,
 ) -> Placement:
-    """Greedy by priority and regret under per-type capacity (§4.9); types missing from capacity have 0."""
+    """Greedy by priority and regret under per-type capacity (docs/design/inferno.md §6).
+
+    Types missing from capacity have 0 units.
+    """
     available = dict(capacity)
     placement = Placement()
     queue: list[_Entry] = []

@@ -1,4 +1,4 @@
-"""The optimizer's REST JSON (legacy generation, optimizer v0.4/v0.5; inferno-facts.md §3) and its conversions.
+"""The optimizer's REST JSON (legacy generation, optimizer v0.4/v0.5; docs/design/inferno.md §10) and its conversions.
 
 The reference server decoded bodies with Go's encoding/json, so clients rely on three things we reproduce:
 keys match case-insensitively (upstream samples send `milpsolver`), unknown keys are ignored, and a missing

@@ -24,7 +24,7 @@ PLURAL_MODEL_ROUTES: Final = "modelroutes"
 PLURAL_AUTOSCALING_POLICIES: Final = "autoscalingpolicies"
 PLURAL_AUTOSCALING_POLICY_BINDINGS: Final = "autoscalingpolicybindings"
 
-# Labels written on every child and on the pod templates (kthena-v0.1.0-facts §4.1, DECISIONS §5).
+# Labels written on every child and on the pod templates (docs/design/synthesis.md §3).
 LABEL_MODEL_NAME: Final = f"{WORKLOAD_GROUP}/model-name"
 LABEL_BACKEND_NAME: Final = f"{WORKLOAD_GROUP}/backend-name"
 LABEL_MANAGED_BY: Final = f"{WORKLOAD_GROUP}/managed-by"
@@ -40,7 +40,7 @@ LABEL_MODELSERVING_NAME: Final = "modelserving.volcano.sh/name"
 LABEL_MODELSERVING_GROUP_NAME: Final = "modelserving.volcano.sh/group-name"
 LABEL_MODELSERVING_ROLE: Final = "modelserving.volcano.sh/role"
 
-# Environment variables of a backend that change what we generate (facts §2).
+# Environment variables of a backend that change what we generate (docs/design/synthesis.md §6, §10).
 ENV_RUNTIME_PORT: Final = "RUNTIME_PORT"
 ENV_RUNTIME_URL: Final = "RUNTIME_URL"
 ENV_RUNTIME_METRICS_PATH: Final = "RUNTIME_METRICS_PATH"
@@ -54,7 +54,7 @@ CONDITION_INITIALIZED: Final = "Initialized"
 CONDITION_ACTIVE: Final = "Active"
 CONDITION_FAILED: Final = "Failed"
 
-# Limits that the child CRDs impose and that we check at admission instead (DECISIONS §4).
+# Limits that the child CRDs impose and that we check at admission instead (docs/design/api.md §4).
 MAX_REPLICAS: Final = 1_000_000
 MAX_ROUTE_LORA_ADAPTERS: Final = 10
 MAX_ROUTE_RULES: Final = 16

@@ -1,4 +1,5 @@
-"""Defaulting of a ModelBooster (DECISIONS §3): the mutating webhook's job, also done by the reconciler and CLI.
+"""Defaulting of a ModelBooster (docs/design/api.md §6): the mutating webhook's job, also done by the reconciler
+and CLI.
 
 Works on the raw JSON object, not the decoded model, so that fields we do not model (and anything a newer
 client sends) survive untouched and the webhook can diff before/after into a JSON Patch. Whatever is too

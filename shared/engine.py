@@ -2,7 +2,7 @@
 served model name, and the backend env variables the runtime reads.
 
 Validation and synthesis both need these answers, and must agree on them, so they live here once. The error
-texts are the newer line's (kthena-head-facts §4.1.1, §4.1.5), which the webhook repeats verbatim.
+texts are the newer line's (docs/design/validation.md §6, items 4 and 6), which the webhook repeats verbatim.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def config_object(config: object) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Engine port (kthena-head-facts §4.1.1)
+# Engine port (docs/design/validation.md §6, item 4)
 
 _GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
@@ -198,7 +198,7 @@ def engine_port(workers: Sequence[ModelWorker]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# KV connector (kthena-head-facts §4.1.5)
+# KV connector (docs/design/validation.md §6, item 6)
 
 
 def _worker_connector(kind: str, worker: ModelWorker) -> str | None:
@@ -276,7 +276,7 @@ def kv_connector(backend_name: str, workers: Sequence[ModelWorker]) -> str | Non
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Served model name (kthena-head-facts §4.1.4 with DECISIONS §5 Q8)
+# Served model name (docs/design/synthesis.md §11, with Q8 fixed)
 
 
 def served_model_name(model_name: str, workers: Iterable[ModelWorker]) -> str:
@@ -299,7 +299,7 @@ def served_model_name(model_name: str, workers: Iterable[ModelWorker]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Backend env (kthena-head-facts §4.1.8)
+# Backend env (docs/design/synthesis.md §6, §10)
 
 _GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})

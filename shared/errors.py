@@ -1,7 +1,7 @@
 """Field errors and the denial message format shared by the webhook, the reconciler and the CLI.
 
 The text follows Kubernetes apimachinery's field-error rendering, which Kthena's webhook used
-(kthena-v0.1.0-facts §3.2): `<path>: Invalid value: <value>: <detail>`, `<path>: Required value: <detail>`,
+(docs/design/validation.md §2): `<path>: Invalid value: <value>: <detail>`, `<path>: Required value: <detail>`,
 `<path>: Forbidden: <detail>`, and the denial is `validation failed:` followed by one `  - ` line per error.
 """
 

@@ -1,4 +1,4 @@
-"""Names of the children a ModelBooster owns (kthena-v0.1.0-facts §4.1)."""
+"""Names of the children a ModelBooster owns (docs/design/synthesis.md §2)."""
 
 from __future__ import annotations
 

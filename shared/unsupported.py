@@ -1,4 +1,4 @@
-"""The features ModelBooster declares but does not support (DECISIONS §2), and how each is refused.
+"""The features ModelBooster declares but does not support (docs/design/api.md §3), and how each is refused.
 
 One table feeds both the webhook's rule (shared/validation.py) and the CRD's CEL rule (via the models'
 `x-kubernetes-validations`), so the API server says the same thing when the webhook is down: the CEL rule

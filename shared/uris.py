@@ -1,6 +1,6 @@
 """Model and cache URIs: where a backend's weights are cached and how that cache is mounted.
 
-We follow the newer line's normalisation (kthena-head-facts §4.1.2, DECISIONS §5 Q11): a cache path is
+We follow the newer line's normalisation (docs/design/synthesis.md §6, Q11): a cache path is
 always absolute (`pvc://my-pvc` -> `/my-pvc`), and an empty cacheURI means an emptyDir mounted at `/cache`.
 """
 

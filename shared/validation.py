@@ -9,9 +9,9 @@ when model-level autoscaling is set") therefore fire only when the mutating webh
 
 Order of the errors (all are collected, none short-circuits, except that an object which does not decode
 reports only its decoding errors):
-  1. the rules of kthena-v0.1.0-facts §3.4 (1)-(6), with DECISIONS §4's path fixes;
-  2. the unsupported features of DECISIONS §2;
-  3. the additional rules of DECISIONS §4 (including the newer line's engine-port, PVC and KV checks).
+  1. the reference's rules, docs/design/validation.md §4 (with the real JSON paths);
+  2. the unsupported features, docs/design/validation.md §5;
+  3. the additional rules, docs/design/validation.md §6 (including the newer line's engine-port, PVC and KV checks).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _core_quantity_errors(model: ModelBooster) -> Iterator[FieldError]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# 1. The reference's rules (kthena-v0.1.0-facts §3.4), in its order
+# 1. The reference's rules (docs/design/validation.md §4), in its order
 
 
 def _reference_rules(model: ModelBooster) -> Iterator[FieldError]:
@@ -274,7 +274,7 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                 "costExpansionRatePercent must be provided and > 0 when model-level autoscaling is set",
             )
     else:
-        # The reference named the fields `autoscalingPolicyRef` here; DECISIONS §4 uses the real JSON names.
+        # The reference named the fields `autoscalingPolicyRef` here; we use the real JSON names.
         yield forbidden(
             "spec.autoscalingPolicy",
             "spec.autoscalingPolicy and spec.backends[].autoscalingPolicy cannot both be set; "
@@ -335,7 +335,7 @@ def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[F
 
 
 # ---------------------------------------------------------------------------------------------------------
-# 2. Unsupported features (DECISIONS §2): checked on the raw object, exactly as the CEL rules see it
+# 2. Unsupported features (docs/design/validation.md §5): checked on the raw object, exactly as the CEL rules see it
 
 
 def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
@@ -359,7 +359,8 @@ def _unsupported_at(holder: object, path: str, fields: Sequence[UnsupportedField
 
 
 # ---------------------------------------------------------------------------------------------------------
-# 3. Additional rules (DECISIONS §4): what would otherwise fail later, in the reconciler or a child's API
+# 3. Additional rules (docs/design/validation.md §6): what would otherwise fail later, in the reconciler or a
+#    child's API
 
 
 def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
@@ -431,8 +432,8 @@ def _go_quote(text: str) -> str:
 
 
 def _cache_uri_rules(index: int, backend: ModelBackend) -> Iterator[FieldError]:
-    """The newer line's PVC reachability checks (kthena-head-facts §3.5 rule 5), then the cache URI shapes
-    its synthesis would refuse (§4.1.3), so that both are answered at admission."""
+    """The newer line's PVC reachability checks, then the cache URI shapes its synthesis would refuse, so that
+    both are answered at admission (docs/design/validation.md §6, item 5)."""
     path = f"spec.backends[{index}]"
     cache_uri = backend.cache_uri or ""
     if backend.model_uri.startswith(PVC_SCHEME):
@@ -530,7 +531,7 @@ def _route_limits(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
             f"at most {MAX_ROUTE_LORA_ADAPTERS} distinct LoRA adapter names are supported across all backends "
             "(the generated ModelRoute lists them all)",
         )
-    # One default rule; with several backends, one more rule per LoRA adapter name (kthena-v0.1.0-facts §4.7).
+    # One default rule; with several backends, one more rule per LoRA adapter name (docs/design/synthesis.md §12).
     rules = 1 + (len(names) if len(backends) > 1 else 0)
     if rules > MAX_ROUTE_RULES:
         yield invalid(

@@ -1,6 +1,6 @@
 """AdmissionReview (`admission.k8s.io/v1`) payloads and the request -> response logic, free of HTTP.
 
-Two kinds of failure are kept apart (DECISIONS.md §7): a review that is not a well-formed AdmissionReview
+Two kinds of failure are kept apart (docs/design/webhook.md §2, §3): a review that is not a well-formed AdmissionReview
 raises `BadReview` (the HTTP layer answers 400 with its one-line reason); an object that is not a valid
 ModelBooster is a *denial*, HTTP 200 with `allowed: false`, so `kubectl` shows the reason.
 """

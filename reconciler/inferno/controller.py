@@ -1,5 +1,5 @@
 """The Inferno controller: `Optimizer.spec.optimize: true` runs one optimisation of the Optimizer's namespace
-(DECISIONS.md §8; inferno-facts.md §2).
+(docs/design/inferno.md §8).
 
 A second `Controller` in the reconciler process, on the generic informer/queue/controller machinery. The key
 is the Optimizer's namespace/name; a change to any Accelerator, Model, ServiceClass, Server or Capacity

@@ -1,4 +1,4 @@
-"""A remote Inferno optimizer over REST (DECISIONS.md §8; inferno-facts.md §2.3, §2.4, §3.3).
+"""A remote Inferno optimizer over REST (docs/design/inferno.md §9).
 
 Two modes, as in the reference controller:
 - stateless (`INFERNO_STATELESS` unset or true): `POST /optimizeOne` with the whole system;

@@ -1,4 +1,4 @@
-"""The ModelBooster controller: ModelBooster → children, status and events (DECISIONS.md §5-§6).
+"""The ModelBooster controller: ModelBooster → children, status and events (docs/design/reconciler.md §2).
 
 One reconcile of `namespace/name`, reading everything from the informer caches:
 1. gone or being deleted → nothing to do (children go with it through ownerReference garbage collection);

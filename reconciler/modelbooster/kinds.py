@@ -15,7 +15,7 @@ AUTOSCALING_POLICY: Final = Kind(c.WORKLOAD_GROUP, c.VERSION, c.KIND_AUTOSCALING
 AUTOSCALING_POLICY_BINDING: Final = Kind(
     c.WORKLOAD_GROUP, c.VERSION, c.KIND_AUTOSCALING_POLICY_BINDING, c.PLURAL_AUTOSCALING_POLICY_BINDINGS
 )
-# Every kind a ModelBooster owns, in the order they are created (kthena-v0.1.0-facts §5.3).
+# Every kind a ModelBooster owns, in the order they are created (docs/design/synthesis.md §1).
 CHILD_KINDS: Final = (MODEL_SERVING, MODEL_SERVER, MODEL_ROUTE, AUTOSCALING_POLICY, AUTOSCALING_POLICY_BINDING)
 
 

@@ -1,4 +1,4 @@
-"""Dynamic LoRA updates (kthena-v0.1.0-facts §5.6, DECISIONS.md §6, with the Q5 fix).
+"""Dynamic LoRA updates (docs/design/reconciler.md §10, with the Q5 fix).
 
 A vLLM backend whose env sets `VLLM_ALLOW_RUNTIME_LORA_UPDATING=true` (first occurrence, case-insensitive)
 can change its `loraAdapters` without a rollout: the running engines load and unload adapters over HTTP

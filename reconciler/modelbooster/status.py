@@ -1,6 +1,6 @@
 """ModelBooster status: conditions with observedGeneration, backendStatuses, backendCount, change detection.
 
-Pure functions (DECISIONS.md §6). The reconciler computes the whole status once per reconcile, at the end,
+Pure functions (docs/design/reconciler.md §8). The reconciler computes the whole status once per reconcile, at the end,
 from what it did and what the caches show, and writes it only if it differs from the stored one. So:
 - no flapping: a reconcile never writes an intermediate `Active=False` on the way to `Active=True`;
 - `lastTransitionTime` changes only when a condition's status changes;
@@ -20,7 +20,7 @@ from typing import Any
 from reconciler.runtime.conditions import WantedCondition, condition_status, merge_conditions
 from shared.constants import CONDITION_ACTIVE, CONDITION_FAILED, CONDITION_INITIALIZED
 
-# Reasons and messages. Active/Failed keep the reference's reasons (kthena-v0.1.0-facts §5.5) so that
+# Reasons and messages. Active/Failed keep the reference's reasons (docs/design/quirks.md §3) so that
 # existing tooling reading them keeps working; the others are ours.
 REASON_INITIALIZED = "ModelInitialized"
 MESSAGE_INITIALIZED = "ModelBooster initialized"

@@ -9,12 +9,13 @@ Strategy (and why):
   differs from the desired state. We send only the fields we own, so fields set by others (the autoscaler's
   `spec.replicas`, labels added by users, status written by other controllers) are left alone, and there is
   no resourceVersion to conflict on, so a busy child never makes us loop on 409s.
-- **ModelServing replicas under autoscaling** (DECISIONS.md §6): the create sets `spec.replicas` to the desired
-  minimum. Later applies leave it out, because once the autoscaler manages it, it is not ours. One trap: with
-  server-side apply, leaving out a field that our *apply* previously owned deletes it (the CRD default, 1, would
-  come back). That happens when a backend was not autoscaled before (we applied replicas) and is autoscaled now.
-  So while the live `managedFields` still show our apply owning `spec.replicas`, the apply carries the *live*
-  value: ownership is kept without changing anything, and it passes to the autoscaler on its first write.
+- **ModelServing replicas under autoscaling** (docs/design/reconciler.md §7): the create sets `spec.replicas`
+  to the desired minimum. Later applies leave it out, because once the autoscaler manages it, it is not ours.
+  One trap: with server-side apply, leaving out a field that our *apply* previously owned deletes it (the CRD
+  default, 1, would come back). That happens when a backend was not autoscaled before (we applied replicas)
+  and is autoscaled now. So while the live `managedFields` still show our apply owning `spec.replicas`, the
+  apply carries the *live* value: ownership is kept without changing anything, and it passes to the
+  autoscaler on its first write.
 - **Apply only what differs**: a child is written only if the desired object is not a subset of the cached
   one (every field we set has the same value there). Fields the API server defaults or others add do not
   cause writes; a hand edit of a field we own does, and is reverted. Because our revision digest is a label,

@@ -1,6 +1,6 @@
 """Kubernetes Events (core/v1) about the objects a controller reconciles.
 
-`kubectl describe modelbooster x` shows them. Rules we follow (ecosystem-notes §2.3):
+`kubectl describe modelbooster x` shows them. Rules we follow (docs/design/reconciler.md §9):
 - `type` Normal or Warning, `reason` CamelCase (Created, Updated, Deleted, InvalidSpec, ApplyFailed, ...);
 - short messages (truncated to 1024 characters);
 - `source.component`/`reportingComponent` and `involvedObject` set;

@@ -1,4 +1,4 @@
-"""The child kinds a ModelBooster owns, with the schemas of Kthena v0.1.0 (kthena-v0.1.0-facts §1.4-§1.8).
+"""The child kinds a ModelBooster owns, with the schemas of Kthena v0.1.0 (docs/design/api.md §5).
 
 Kthena's own controllers (ModelServing, router, autoscaler) consume these objects, so the shapes here are
 theirs, not ours: we model every documented field, including the ones synthesis never sets, so that the
@@ -44,7 +44,7 @@ class EmptyStatus(ApiModel):
     model_config = ConfigDict(extra="ignore")
 
 
-# --- AutoscalingPolicy (workload.serving.volcano.sh/v1alpha1, §1.4) -------------------------------------------
+# --- AutoscalingPolicy (workload.serving.volcano.sh/v1alpha1) -------------------------------------------------
 
 
 class StablePolicy(ApiModel):
@@ -86,7 +86,7 @@ class AutoscalingPolicy(ApiModel):
     status: EmptyStatus | None = None
 
 
-# --- AutoscalingPolicyBinding (workload.serving.volcano.sh/v1alpha1, §1.5) -------------------------------------
+# --- AutoscalingPolicyBinding (workload.serving.volcano.sh/v1alpha1) -------------------------------------------
 
 
 class PolicyRef(ApiModel):
@@ -136,12 +136,12 @@ class AutoscalingPolicyBinding(ApiModel):
     status: EmptyStatus | None = None
 
 
-# CEL rule of Kthena's binding CRD on `spec` (§1.5); the CRD generator attaches it.
+# CEL rule of Kthena's binding CRD on `spec`; the CRD generator attaches it.
 BINDING_ONE_CONFIGURATION_RULE = "has(self.optimizerConfiguration) != has(self.scalingConfiguration)"
 BINDING_ONE_CONFIGURATION_MESSAGE = "Either optimizerConfiguration or scalingConfiguration must be set, but not both."
 
 
-# --- ModelServing (workload.serving.volcano.sh/v1alpha1, §1.6) -------------------------------------------------
+# --- ModelServing (workload.serving.volcano.sh/v1alpha1) -------------------------------------------------------
 
 ROLE_NAME_PATTERN = r"^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 
@@ -160,7 +160,7 @@ class Role(ApiModel):
     name: str = Field(max_length=12, pattern=ROLE_NAME_PATTERN)
     replicas: Int32 | None = Field(default=None, json_schema_extra=_default(1))
     entry_template: PodTemplate
-    # No minimum in Kthena's CRD; its ModelServing webhook rejects negatives (head facts §3.7).
+    # No minimum in Kthena's CRD; its ModelServing webhook rejects negatives (docs/design/quirks.md §1, Q12).
     worker_replicas: Int32
     worker_template: PodTemplate | None = None
 
@@ -228,7 +228,7 @@ class ModelServing(ApiModel):
     status: ModelServingStatus | None = None
 
 
-# CEL rules of Kthena's ModelServing CRD (§1.6), keyed by the JSON path of the object they sit on.
+# CEL rules of Kthena's ModelServing CRD, keyed by the JSON path of the object they sit on.
 MODEL_SERVING_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "spec.template": (("!has(oldSelf.gangPolicy) || has(self.gangPolicy)", "gangPolicy is required once set"),),
     "spec.template.gangPolicy": (
@@ -239,7 +239,7 @@ MODEL_SERVING_RULES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-# --- ModelServer (networking.serving.volcano.sh/v1alpha1, §1.7) ------------------------------------------------
+# --- ModelServer (networking.serving.volcano.sh/v1alpha1) ------------------------------------------------------
 
 
 class PDGroup(ApiModel):
@@ -292,7 +292,7 @@ class ModelServer(ApiModel):
     status: EmptyStatus | None = None
 
 
-# --- ModelRoute (networking.serving.volcano.sh/v1alpha1, §1.8) -------------------------------------------------
+# --- ModelRoute (networking.serving.volcano.sh/v1alpha1) -------------------------------------------------------
 
 
 class TargetModel(ApiModel):
@@ -336,7 +336,7 @@ class ModelRoute(ApiModel):
     status: EmptyStatus | None = None
 
 
-# CEL rules of Kthena's ModelRoute CRD (§1.8).
+# CEL rules of Kthena's ModelRoute CRD.
 MODEL_ROUTE_RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "spec": (
         ('self.modelName != "" || size(self.loraAdapters) > 0', "ModelName and LoraAdapters cannot both be empty"),

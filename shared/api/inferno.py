@@ -1,11 +1,11 @@
-"""Inferno custom resources: `inferno.platform.ai/v1alpha1` (DECISIONS.md §8, inferno-facts.md §1).
+"""Inferno custom resources: `inferno.platform.ai/v1alpha1` (docs/design/inferno.md §1, §2).
 
 These are the field shapes of the reference Inferno controller, i.e. the "legacy" generation of the Inferno
 API (`alpha`/`beta`, `slo-itl`/`slo-ttw`, `avgLength`, `itlAverage`/`waitAverage`). Python names are
 snake_case; the wire (and CRD) names are the camelCase aliases, so
 `model_dump(by_alias=True, exclude_none=True)` is the form written to the API server.
 
-Where we validate instead of silently remapping (DECISIONS.md §8):
+Where we validate instead of silently remapping (docs/design/inferno.md §2):
 - `ServiceClass.spec.priority` must be 1..100 (the reference defaulted it to 0 and the optimizer then
   turned anything outside 1..100 into 100, the lowest priority); our default is 100, the same meaning.
 - SLO targets, when given, must be > 0; an absent target means "no target" (the reference used 0 for that).

@@ -1,8 +1,8 @@
 """ModelBooster (`workload.serving.volcano.sh/v1alpha1`): the multi-backend API of Kthena v0.1.0.
 
-Field shapes follow kthena-v0.1.0-facts §1.2 with the additions DECISIONS.md §1 adopts from the newer line
+Field shapes are the reference's, with the additions docs/design/api.md §2 adopts from the newer line
 (`obs://` and `ms://` model URIs, worker tolerations, backend runtimeClassName). The four features that
-ModelBooster does not support (DECISIONS.md §2) are declared here as free-form objects so that they reach
+ModelBooster does not support (docs/design/api.md §3) are declared here as free-form objects so that they reach
 admission and are rejected with a message, instead of being silently pruned.
 """
 
@@ -33,7 +33,7 @@ BackendType = Literal["vLLM", "vLLMDisaggregated", "SGLang", "MindIE", "MindIEDi
 WorkerType = Literal["server", "prefill", "decode", "controller", "coordinator"]
 SUPPORTED_BACKEND_TYPES: tuple[BackendType, ...] = ("vLLM", "vLLMDisaggregated")
 
-# Defaults of DECISIONS §3 that hold unconditionally; the CRD declares them too, so the API server applies
+# Defaults of docs/design/api.md §6 that hold unconditionally; the CRD declares them too, so the API server applies
 # them even when the mutating webhook is down (shared/defaults.py applies them for everyone else).
 DEFAULT_ROUTE_WEIGHT = 100
 DEFAULT_WORKER_TYPE: WorkerType = "server"
@@ -116,7 +116,7 @@ class UnsupportedScaleUp(ApiModel):
 
 
 class UnsupportedBehavior(ApiModel):
-    """AutoscalingPolicy `behavior`, unsupported (DECISIONS §2): any content is kept and rejected by name."""
+    """AutoscalingPolicy `behavior`, unsupported: any content is kept and rejected by name."""
 
     model_config = ConfigDict(extra="allow")
 

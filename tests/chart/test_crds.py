@@ -16,7 +16,7 @@ import yaml
 from modelbooster.cli import main as modelbooster_main
 from tests.chart.render import CHILD_CRDS_DIR, MAIN_CRDS_DIR, Rendered
 
-# Written from DECISIONS.md §1 and §8 and kthena-v0.1.0-facts §1.1.
+# Written from docs/design/api.md §1, §5, §7 and docs/design/inferno.md §2.
 OUR_CRDS = {
     "modelboosters.workload.serving.volcano.sh",
     "accelerators.inferno.platform.ai",

@@ -1,7 +1,8 @@
 """The reconciler's rights, and the helpers the end-to-end tests use to compare them with real requests.
 
-Expected grants are written from the requests each process makes (DECISIONS.md §6, §8, the certificate duty)
-and from Kthena's Q2 (the reference could not create autoscaling objects nor delete stale children).
+Expected grants are written from the requests each process makes (docs/design/reconciler.md,
+docs/design/inferno.md §8, docs/design/certificates.md §2) and from Q2 of docs/design/quirks.md §1 (the
+reference could not create autoscaling objects nor delete stale children).
 """
 
 from __future__ import annotations

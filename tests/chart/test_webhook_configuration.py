@@ -15,7 +15,7 @@ from tests.chart.render import NAMESPACE, Rendered, container_args, flag_value, 
 from tests.chart.scenarios import SCENARIOS
 
 P = "mb-modelbooster"
-# Written from DECISIONS.md §1 and §7, not from the chart.
+# Written from docs/design/webhook.md §1, not from the chart.
 EXPECTED_RULES = [
     {
         "apiGroups": ["workload.serving.volcano.sh"],

@@ -2,9 +2,10 @@
 
 kube-apiserver runs, in order: mutating webhooks, the CRD's schema and CEL rules, validating webhooks. So
 the four unsupported features (declared in the CRD and guarded by CEL rules worded like the webhook,
-DECISIONS.md §2) are refused by the CEL rules before the validating webhook is asked, with the same lines;
-everything only the webhook checks comes back as `admission webhook "<name>" denied the request: ...`.
-The expected lines are the hand-written table of tests/unit/test_examples.py (DECISIONS.md §2, §4).
+docs/design/api.md §3) are refused by the CEL rules before the validating webhook is asked, with the same
+lines; everything only the webhook checks comes back as `admission webhook "<name>" denied the request: ...`.
+The expected lines are the hand-written table of tests/unit/test_examples.py (docs/design/api.md §3,
+docs/design/validation.md §6).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The path a user walks: apply an example, see the defaults, watch it become Initialized, let Kthena report
 its ModelServings Available and watch it become Active, delete it and see the children collected.
 
-Expected values are written from DECISIONS.md §3 (defaults), §5 (children, owner references) and §6
-(conditions, backendStatuses), not taken from the code.
+Expected values are written from docs/design/api.md §6 (defaults), docs/design/synthesis.md §2 to §4
+(children, owner references) and docs/design/reconciler.md §8 (conditions, backendStatuses), not taken from
+the code.
 """
 
 from __future__ import annotations

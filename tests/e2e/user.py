@@ -24,7 +24,7 @@ NETWORKING: Final = "networking.serving.volcano.sh"
 VERSION: Final = "v1alpha1"
 EXAMPLES: Final = Path(__file__).resolve().parents[2] / "examples"
 
-# Child kinds as (group, plural), and how each is named (kthena-v0.1.0-facts.md §4, DECISIONS.md §5).
+# Child kinds as (group, plural), and how each is named (docs/design/synthesis.md §2).
 MODEL_SERVINGS: Final = (WORKLOAD, "modelservings")
 MODEL_SERVERS: Final = (NETWORKING, "modelservers")
 MODEL_ROUTES: Final = (NETWORKING, "modelroutes")

@@ -11,7 +11,8 @@ from pytest_aiohttp import AiohttpClient
 
 from optimizer.rest import make_app
 
-# §4.11's server in the legacy wire format: granite on G2 (cost 23), 60 rpm of 1024 tokens, ITL 40, TTW 500.
+# The server of docs/design/inferno.md §12 in the legacy wire format: granite on G2 (cost 23), 60 rpm of 1024
+# tokens, ITL 40, TTW 500.
 G2 = {"name": "G2", "type": "G2", "multiplicity": 1, "memSize": 24, "memBW": 300, "cost": 23}
 A100 = {"name": "A100", "type": "A100", "multiplicity": 1, "cost": 40}
 GRANITE_G2 = {

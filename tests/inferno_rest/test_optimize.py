@@ -17,7 +17,7 @@ LOAD = {"arrivalRate": 60, "avgLength": 1024, "arrivalCOV": 0, "serviceCOV": 0}
 
 
 def assert_worked_example(allocation: dict[str, Any]) -> None:
-    # §4.11 legacy: 2 x G2, maxBatch 19, cost 46, itl 21.16437, wait 102.09766.
+    # docs/design/inferno.md §12, legacy: 2 x G2, maxBatch 19, cost 46, itl 21.16437, wait 102.09766.
     assert {k: allocation[k] for k in ("accelerator", "numReplicas", "maxBatch", "cost")} == {
         "accelerator": "G2",
         "numReplicas": 2,

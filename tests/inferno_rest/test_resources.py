@@ -1,4 +1,4 @@
-"""The stateful CRUD endpoints of facts §3.3, one resource at a time."""
+"""The stateful CRUD endpoints of docs/design/inferno.md §10, one resource at a time."""
 
 from __future__ import annotations
 

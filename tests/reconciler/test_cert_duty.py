@@ -1,6 +1,6 @@
 """The webhook-certificate duty against the fake API server, with the chart's own webhook configurations.
 
-Expected values come from issue 6 and the design notes (ecosystem-notes §1.6): a CA for 3650 days, a serving
+Expected values come from issue 6 and docs/design/certificates.md §3, §4: a CA for 3650 days, a serving
 certificate for 365 days for `<svc>.<ns>.svc` and `<svc>.<ns>.svc.cluster.local`, both backdated one hour;
 renewal of the serving certificate 90 days and of the CA 365 days before expiry; the Secret layouts of the
 chart (`<fullname>-webhook-tls`: tls.crt, tls.key, ca.crt; `<fullname>-webhook-ca`: ca.crt, ca.key).

@@ -1,8 +1,8 @@
 """The Inferno controller against the fake API server (and the real optimizer REST app on loopback).
 
-Expected values are written from the fact sheet and DECISIONS.md §8: the worked example of
-inferno-facts.md §4.11 (legacy model: granite on G2 at 60 req/min of 1024 tokens, ITL 40 ms, TTW 500 ms →
-2 x G2, maxBatch 19, cost 46, itl 21.16437 ms, wait 102.09766 ms), the run protocol of §2.3 with our fixes.
+Expected values are written from docs/design/inferno.md: the worked example of §12 (legacy model: granite
+on G2 at 60 req/min of 1024 tokens, ITL 40 ms, TTW 500 ms → 2 x G2, maxBatch 19, cost 46, itl 21.16437 ms,
+wait 102.09766 ms) and the run protocol of §8.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def obj(kind: Kind, name: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def worked_example(*, optimize_now: bool = False, current_accelerator: str = "") -> list[dict[str, Any]]:
-    """inferno-facts.md §4.11 as custom resources."""
+    """The worked example of docs/design/inferno.md §12 as custom resources."""
     g2 = {"name": "G2", "type": "G2", "multiplicity": 1, "memSize": 24, "memBW": 300, "cost": 23}
     perf = {"acc": "G2", "accCount": 1, "alpha": 17.15, "beta": 0.34, "maxBatchSize": 38, "atTokens": 512}
     premium = {"name": "Premium", "priority": 1, "data": [{"model": "granite", "slo-itl": 40, "slo-ttw": 500}]}

@@ -1,6 +1,6 @@
 """The reconciler against the fake API server: create, Active, edits, pruning, drift, invalid specs, resync.
 
-Expected values come from DECISIONS.md §5-§6 and the naming rules of kthena-v0.1.0-facts §4.1.
+Expected values come from docs/design/reconciler.md §2 to §8 and the naming rules of docs/design/synthesis.md §2.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Dynamic LoRA updates (facts §5.6 with the Q5 fix): adapters change on running pods, no rollout."""
+"""Dynamic LoRA updates (docs/design/reconciler.md §10, Q5 fixed): adapters change on running pods, no rollout."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ModelBooster status rules of DECISIONS.md §6: conditions, observedGeneration, no flapping, Failed cleared."""
+"""ModelBooster status (docs/design/reconciler.md §8): conditions, observedGeneration, no flapping, Failed cleared."""
 
 from __future__ import annotations
 

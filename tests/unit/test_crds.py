@@ -1,5 +1,5 @@
-"""The generated CRDs: identity (kthena-v0.1.0-facts §1.1), schema facts (§1.2-§1.8, DECISIONS §1-§3),
-structural rules, CEL rules and their cost bounds, and that the chart's files are exactly the generator's."""
+"""The generated CRDs (docs/design/api.md §1–§3, §5, §7): identity, schema, structural rules, CEL rules
+and their cost bounds, and that the chart's files are exactly the generator's."""
 
 from __future__ import annotations
 
@@ -236,7 +236,7 @@ def test_cel_rules_reject_every_unsupported_feature_with_the_webhook_message() -
     ]
     assert rules_at(schema, "spec.autoscalingPolicy") == expected_policy_rules
     assert rules_at(schema, "spec.backends[].autoscalingPolicy") == expected_policy_rules
-    # The messages are the ones DECISIONS §2 prescribes.
+    # The messages are the ones docs/design/api.md §3 prescribes.
     assert RATE_LIMIT_DETAIL == (
         "rate limiting of the generated ModelRoute is not supported; manage a ModelRoute yourself"
     )
@@ -340,7 +340,7 @@ def cardinality(schema: Mapping[str, Any], path: str) -> float:
 
 
 def test_cel_rules_stay_within_the_cost_budget() -> None:
-    """TESTING.md: every list a rule sits in, and every map a rule compares, is bounded; otherwise the API server
+    """Every list a rule sits in, and every map a rule compares, is bounded; otherwise the API server
     estimates the cost from the request size limit and refuses the CRD."""
     for definition in crds():
         schema = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]

@@ -1,4 +1,4 @@
-"""Defaulting (DECISIONS §3): every default, what is left alone, idempotence, malformed input."""
+"""Defaulting (docs/design/api.md §6): every default, what is left alone, idempotence, malformed input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""shared/engine.py against kthena-head-facts §4.1.1, §4.1.4, §4.1.5, §4.1.8 and DECISIONS §5 Q8."""
+"""shared/engine.py against docs/design/validation.md §6 (items 4, 6) and docs/design/synthesis.md §6, §10, §11."""
 
 from __future__ import annotations
 

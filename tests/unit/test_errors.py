@@ -1,4 +1,4 @@
-"""Field errors rendered like apimachinery (kthena-v0.1.0-facts §3.2, kthena-head-facts §3.5)."""
+"""Field errors rendered like apimachinery (docs/design/validation.md §2)."""
 
 from __future__ import annotations
 

@@ -23,8 +23,9 @@ INVALID = sorted((EXAMPLES / "invalid").glob("*.yaml"))
 RATE = "rate limiting of the generated ModelRoute is not supported; manage a ModelRoute yourself"
 TOPO = "topology configuration of ModelServing is not supported; create the ModelServing yourself"
 
-# Written by hand from DECISIONS §2 and §4: the webhook's lines for each rejected example, and whether the
-# CRD's CEL rules reject it too (the four unsupported features) or only the webhook can (the rest).
+# Written by hand from docs/design/api.md §3 and docs/design/validation.md §6: the webhook's lines for each
+# rejected example, and whether the CRD's CEL rules reject it too (the four unsupported features) or only the
+# webhook can (the rest).
 EXPECTED_REJECTIONS: dict[str, tuple[list[str], bool]] = {
     "rate-limit.yaml": ([f"spec.rateLimit: Forbidden: {RATE}"], True),
     "backend-rate-limit.yaml": ([f"spec.backends[0].rateLimit: Forbidden: {RATE}"], True),

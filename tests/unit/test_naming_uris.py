@@ -1,4 +1,4 @@
-"""Child names and cache paths (kthena-v0.1.0-facts §4.1, kthena-head-facts §4.1.2, DECISIONS §5 Q11)."""
+"""Child names and cache paths (docs/design/synthesis.md §2, §6)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Every validation rule, passing and failing, with the exact text a user sees.
 
-Expected lines are written by hand from kthena-v0.1.0-facts §3.4, kthena-head-facts §3.5/§4.1 and
-DECISIONS §2/§4 (which fix the paths `spec.backends[i].scalingCost`, `spec.autoscalingPolicy` and the
-no-autoscaling text).
+Expected lines are written by hand from docs/design/validation.md §4 to §6 (whose §4 uses the real paths
+`spec.backends[i].scalingCost`, `spec.autoscalingPolicy` and says what the no-autoscaling rule checks).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ def test_the_baseline_objects_are_valid() -> None:
     assert lines(modelbooster(backend(type="vLLMDisaggregated", workers=pd_workers()))) == []
 
 
-# --- facts §3.4 (1): scaleToZeroGracePeriod ---------------------------------------------------------------
+# --- docs/design/validation.md §4 (1): scaleToZeroGracePeriod --------------------------------------------
 
 
 def test_grace_period_above_1800_seconds_is_rejected_with_the_go_duration_quoted() -> None:
@@ -144,7 +143,7 @@ def test_good_or_empty_images_pass(image: str) -> None:
 
 
 def test_worked_example_of_the_reference_with_our_paths_and_text() -> None:
-    """kthena-v0.1.0-facts §3.4's TestValidateModel_ErrorFormatting, adapted to DECISIONS §4."""
+    """The reference's own error-formatting example, with our paths and text (docs/design/validation.md §4)."""
     obj = modelbooster(
         backend("backend1", minReplicas=1, maxReplicas=3, scalingCost=1, scaleToZeroGracePeriod="300ns"),
         backend("backend2", minReplicas=0, maxReplicas=3, scalingCost=2, scaleToZeroGracePeriod="600ns"),
@@ -181,7 +180,7 @@ def test_backend_level_autoscaling_needs_min_replicas_of_at_least_one() -> None:
 
 
 def test_without_autoscaling_zero_equals_zero_passes() -> None:
-    # The rule checks equality only (facts A8), whatever its text said.
+    # The rule checks equality only (docs/design/validation.md §4, item 4), whatever its text said.
     assert lines(modelbooster(backend(minReplicas=0, maxReplicas=1)))[0].startswith("spec.backends[0]: Invalid")
     obj = modelbooster(backend(minReplicas=0, maxReplicas=1, autoscalingPolicy=policy()))
     assert lines(obj)[0].startswith("spec.backends[0].minReplicas")
@@ -314,7 +313,7 @@ def test_a_lora_both_duplicated_and_named_like_the_model_gets_both_errors() -> N
     ]
 
 
-# --- DECISIONS §2: unsupported features ---------------------------------------------------------------------
+# --- docs/design/validation.md §5: unsupported features -----------------------------------------------------
 
 RATE = "rate limiting of the generated ModelRoute is not supported; manage a ModelRoute yourself"
 TOPO = "topology configuration of ModelServing is not supported; create the ModelServing yourself"
@@ -360,7 +359,7 @@ def test_explicit_nulls_count_as_absent_as_the_api_server_prunes_them() -> None:
     assert lines(obj) == []
 
 
-# --- DECISIONS §4: additional rules -------------------------------------------------------------------------
+# --- docs/design/validation.md §6: additional rules ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["SGLang", "MindIE"])
@@ -664,7 +663,7 @@ def test_more_than_sixteen_route_rules_are_rejected() -> None:
         "spec.backends: Invalid value: 17: the generated ModelRoute would have 17 rules (a default rule plus one per "
         "LoRA adapter name); at most 16 are allowed",
     ]
-    # One backend gets a single rule whatever its adapters (facts §4.7).
+    # One backend gets a single rule whatever its adapters (docs/design/synthesis.md §12).
     assert "rules" not in " ".join(lines(modelbooster(backend("a", loraAdapters=names))))
 
 

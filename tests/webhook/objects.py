@@ -1,4 +1,4 @@
-"""ModelBooster objects for the webhook tests, written by hand from the API (kthena-v0.1.0-facts §1-2)."""
+"""ModelBooster objects for the webhook tests, written by hand from the API (docs/design/api.md §1)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The validating webhook over HTTPS: valid objects pass, every DECISIONS §2 feature is denied by name.
+"""The validating webhook over HTTPS: valid objects pass, every unsupported feature is denied by name.
 
-Expected messages are written from DECISIONS.md §2/§4 and kthena-v0.1.0-facts §3.2 (the line format).
+Expected messages are written from docs/design/api.md §3 (the unsupported features) and
+docs/design/validation.md §2 (the line format), §4 and §6.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ async def test_panic_policy_is_denied_along_with_its_behavior(webhook: Webhook, 
     response = await _validate(webhook, obj)
     lines = response["status"]["message"].split("\n")
     assert lines[0] == "validation failed:"
-    # Both errors, the panicPolicy first (DECISIONS §2: "A behavior that contains a panicPolicy yields both").
+    # Both errors, the panicPolicy first (docs/design/api.md §3).
     assert lines[1].startswith(f"  - {prefix}.behavior.scaleUp.panicPolicy: Forbidden: {PANIC}")
     assert lines[2] == f"  - {prefix}.behavior: Forbidden: {BEHAVIOR}"
     assert len(lines) == 3
@@ -142,7 +143,7 @@ async def test_an_object_without_spec_is_denied(webhook: Webhook) -> None:
 
 
 async def test_the_reference_scope_rule_still_applies(webhook: Webhook) -> None:
-    # kthena-v0.1.0-facts §3.4 (4), with DECISIONS §4's wording for the no-autoscaling rule.
+    # The reference's rule, docs/design/validation.md §4 item 4, with our wording for the no-autoscaling rule.
     obj = _with("backends.0.maxReplicas", 3)
     response = await _validate(webhook, obj)
     assert response["status"]["message"] == (

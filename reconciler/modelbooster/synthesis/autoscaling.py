@@ -1,4 +1,4 @@
-"""AutoscalingPolicy and AutoscalingPolicyBinding objects (kthena-v0.1.0-facts §4.8).
+"""AutoscalingPolicy and AutoscalingPolicyBinding objects (docs/design/synthesis.md §13).
 
 Model level (`spec.autoscalingPolicy`): one policy and one optimizer binding, both named after the model,
 spreading replicas over every backend by cost. Otherwise each backend with its own policy gets a policy and

@@ -47,7 +47,7 @@ class BackendPlan:
     loras: tuple[LoraDownload, ...]
 
     def cache_volume(self) -> dict[str, Any]:
-        """A fresh cache volume object (kthena-head-facts §4.1.3; empty cacheURI: DECISIONS §5 Q11)."""
+        """A fresh cache volume object (docs/design/synthesis.md §6, Q11)."""
         uri = self.backend.cache_uri or ""
         if not uri:
             return {"name": self.volume_name, "emptyDir": {}}
@@ -88,7 +88,7 @@ def require_worker(backend: ModelBackend, kind: str) -> ModelWorker:
     return worker
 
 
-# The workers each backend type needs, checked in this order (kthena-head-facts §4.2-§4.3).
+# The workers each backend type needs, checked in this order (docs/design/synthesis.md §6).
 REQUIRED_WORKERS: dict[str, tuple[str, ...]] = {"vLLM": ("server",), "vLLMDisaggregated": ("prefill", "decode")}
 
 

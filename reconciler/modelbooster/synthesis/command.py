@@ -1,4 +1,4 @@
-"""The engine container's command (kthena-v0.1.0-facts §4.2, head facts §4.1.7, DECISIONS §5 Q13/Q14).
+"""The engine container's command (docs/design/synthesis.md §9, Q13, Q14).
 
 Multi-node serving wraps the vLLM command in `bash -c` behind Ray's start-up script. Every argument,
 including the KV-events JSON and the LoRA modules, goes inside that script, each shell-quoted: the reference

@@ -1,4 +1,4 @@
-"""Environment of the generated containers (kthena-v0.1.0-facts §4.2, kthena-head-facts §4.1.8).
+"""Environment of the generated containers (docs/design/synthesis.md §10).
 
 Every call returns fresh objects: the same env block appears in several containers, and shared objects
 would surface as YAML anchors in `modelbooster render` and as aliasing bugs in any caller that edits one.
@@ -15,7 +15,7 @@ from kubernetes.client import V1EnvFromSource, V1EnvVar
 from reconciler.modelbooster.synthesis.settings import SynthesisSettings
 from shared.engine import find_env
 
-# Passed to the model downloader only when set to a literal value (head facts §4.1.8).
+# Passed to the model downloader only when set to a literal value (docs/design/synthesis.md §10).
 DOWNLOADER_ENV_NAMES = ("ENDPOINT", "HF_ENDPOINT", "MS_TOKEN", "MS_REVISION")
 
 

@@ -1,4 +1,4 @@
-"""Labels of the children and of their pod templates, and the revision digest (DECISIONS §5).
+"""Labels of the children and of their pod templates, and the revision digest (docs/design/synthesis.md §3, §5).
 
 The revision label is our own digest of one child's desired content, so it changes exactly when that
 child's desired state does: a routeWeight change rewrites only the ModelRoute, never the ModelServing.

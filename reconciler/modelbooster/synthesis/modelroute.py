@@ -1,4 +1,4 @@
-"""The one ModelRoute of a ModelBooster (kthena-v0.1.0-facts §4.7).
+"""The one ModelRoute of a ModelBooster (docs/design/synthesis.md §12).
 
 One backend: a single `default` rule with the user's modelMatch. Several: a `default` rule matching the
 model's name in the request body across all backends (weighted by routeWeight), then one rule per LoRA

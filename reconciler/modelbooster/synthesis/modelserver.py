@@ -1,6 +1,6 @@
-"""One ModelServer per backend: how the router finds and talks to its pods (kthena-v0.1.0-facts §4.6).
+"""One ModelServer per backend: how the router finds and talks to its pods (docs/design/synthesis.md §11).
 
-The selector is `{model-uid, backend-name}` (DECISIONS §5 Q9): the reference selected on the uid alone, so
+The selector is `{model-uid, backend-name}` (docs/design/quirks.md §1, Q9): the reference selected on the uid alone, so
 the ModelServer of one backend also routed to every other backend's pods, and PD pods carried no labels.
 """
 

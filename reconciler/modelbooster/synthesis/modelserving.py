@@ -1,4 +1,4 @@
-"""One ModelServing per backend (kthena-v0.1.0-facts §4.4-§4.5, head facts §4.2-§4.3, DECISIONS §5).
+"""One ModelServing per backend (docs/design/synthesis.md §7, §8).
 
 Shapes follow the reference templates, with our fixes: the server worker's own config builds the command
 (Q14), `workerReplicas` is never negative (Q12), the spread constraint selects this ModelServing's pods

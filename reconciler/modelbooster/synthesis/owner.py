@@ -1,4 +1,4 @@
-"""Who owns a child, and the metadata every child carries (DECISIONS §5: exactly one controller owner)."""
+"""Who owns a child, and the metadata every child carries (docs/design/synthesis.md §4)."""
 
 from __future__ import annotations
 

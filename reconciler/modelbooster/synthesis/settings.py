@@ -1,4 +1,4 @@
-"""Controller settings that shape the children but are not part of any ModelBooster (DECISIONS §5)."""
+"""Controller settings that shape the children but are not part of any ModelBooster (docs/design/synthesis.md §14)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-# The images Kthena's chart configures (kthena-v0.1.0-facts §5.1); the controller's own fallbacks
+# The images Kthena's chart configures (docs/design/synthesis.md §14); the controller's own fallbacks
 # (`kthena/runtime:latest`, `kthena/downloader:latest`) name images nobody publishes.
 DEFAULT_RUNTIME_IMAGE = "ghcr.io/volcano-sh/runtime:latest"
 DEFAULT_DOWNLOADER_IMAGE = "ghcr.io/volcano-sh/downloader:latest"
@@ -18,7 +18,7 @@ def _config_map_ref(name: str, key: str) -> dict[str, Any]:
     return {"name": key, "valueFrom": {"configMapKeyRef": {"name": name, "key": key, "optional": True}}}
 
 
-# Appended to every engine and runtime container after the backend's own env (kthena-v0.1.0-facts §4.2).
+# Appended to every engine and runtime container after the backend's own env (docs/design/synthesis.md §10).
 # POD_NAME and NAMESPACE are not here: the runtime's `--pod $(POD_NAME).$(NAMESPACE)` needs them, so they are
 # not a setting.
 DEFAULT_ENGINE_ENV: tuple[Mapping[str, Any], ...] = (

@@ -1,4 +1,4 @@
-"""ModelBooster -> the ordered list of child objects it wants (ARCHITECTURE: a pure function, no I/O)."""
+"""ModelBooster -> the ordered list of child objects it wants (a pure function, no I/O: docs/design/synthesis.md §1)."""
 
 from __future__ import annotations
 

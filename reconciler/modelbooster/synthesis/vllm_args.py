@@ -1,4 +1,4 @@
-"""A worker's `config` object as vLLM command-line arguments (kthena-v0.1.0-facts §4.2, DECISIONS §5 Q18).
+"""A worker's `config` object as vLLM command-line arguments (docs/design/synthesis.md §9, Q18).
 
 Keys are sorted by their bytes and become `--key` with `_` turned into `-`. Values become text the way a
 person would type them, not the way Go's `%v` printed them: integers stay integers (`1000000`, never

@@ -1,4 +1,7 @@
-"""One optimisation end to end: checks, candidate selection, solver choice and the outputs of facts §4.10."""
+"""One optimisation end to end: checks, candidate selection, solver choice and the outputs.
+
+The outputs, besides the allocations, are those of docs/design/inferno.md §6 (last paragraph).
+"""
 
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ def granite_server(name: str, *, cls: str = "Premium", rate: float = 60, current
 
 
 def worked_example_system() -> System:
-    """§4.11's server: granite on G2 (cost 23), 60 rpm x 1024 tokens, ITL 40 ms, TTW 500 ms."""
+    """The worked example of docs/design/inferno.md §12: granite on G2 (cost 23), 60 rpm x 1024 tokens, ITL 40 ms,
+    TTW 500 ms."""
     return System(
         accelerators={"G2": Accelerator(name="G2", type="G2", cost=23)},
         models={"granite": {"G2": perf("G2")}},

@@ -1,4 +1,4 @@
-"""The MILP modes on HiGHS (facts §4.9), on systems small enough to solve by hand."""
+"""The MILP modes on HiGHS (docs/design/inferno.md §6), on systems small enough to solve by hand."""
 
 from __future__ import annotations
 

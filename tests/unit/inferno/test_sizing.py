@@ -1,4 +1,4 @@
-"""Legacy decode-only sizing (inferno-facts.md §4.5 to §4.7, §4.11)."""
+"""Legacy decode-only sizing (docs/design/inferno.md §4, §12)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_legacy_service_rates() -> None:
 
 
 def test_worked_example_legacy() -> None:
-    # §4.11, legacy: 60 rpm of 1024-token requests, ITL 40 ms, TTW 500 ms on G2 (cost 23):
+    # docs/design/inferno.md §12, legacy: 60 rpm of 1024-token requests, ITL 40 ms, TTW 500 ms on G2 (cost 23):
     # N = floor(38 * 512 / 1024) = 19; 2 x G2, maxBatch 19, cost 46, itl 21.16437, wait 102.09766.
     candidate = size_candidate(
         server=make_server(60, 1024),
@@ -194,8 +194,8 @@ def test_rescale_scales_cost_and_recomputes_latency() -> None:
 
 
 def test_ggm_estimate_by_hand() -> None:
-    # §4.7 with alpha 10, beta 0.5, 16 @ 512 tokens, L = 512 -> N = 16, s = 10 + 0.5 * 16 = 18 ms;
-    # COVs 1 and 1 -> g = 1; ITL 20, TTW 300, 60 rpm.
+    # The G/G/m estimate (docs/design/inferno.md §4) with alpha 10, beta 0.5, 16 @ 512 tokens, L = 512 -> N = 16,
+    # s = 10 + 0.5 * 16 = 18 ms; COVs 1 and 1 -> g = 1; ITL 20, TTW 300, 60 rpm.
     perf = PerfData(model="m", accelerator="G2", acc_count=1, alpha=10, beta=0.5, max_batch_size=16, at_tokens=512)
     server = Server(
         name="s",

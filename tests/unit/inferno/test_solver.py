@@ -1,4 +1,6 @@
-"""Transition value and the unlimited and greedy solvers on small systems checked by hand (facts §4.8, §4.9).
+"""Transition value and the unlimited and greedy solvers on small systems checked by hand.
+
+The rules are those of docs/design/inferno.md §5 and §6.
 
 Candidates are built directly, so every number in a scenario is visible in the test.
 """

@@ -1,4 +1,4 @@
-"""Cache URI -> cache volume, mount path and download paths (head facts §4.1.2-§4.1.3, DECISIONS §5 Q11)."""
+"""Cache URI -> cache volume, mount path and download paths (docs/design/synthesis.md §6, Q11 fixed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ModelRoute rules (kthena-v0.1.0-facts §4.7)."""
+"""ModelRoute rules (docs/design/synthesis.md §12)."""
 
 from __future__ import annotations
 

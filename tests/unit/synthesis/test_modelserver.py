@@ -1,4 +1,4 @@
-"""ModelServer rules (kthena-v0.1.0-facts §4.6, head facts §4.1.4-§4.1.5, DECISIONS §5 Q8/Q9)."""
+"""ModelServer rules (docs/design/synthesis.md §11, Q8 and Q9 fixed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ModelServing rules: replicas, roles, scheduling, env, images, labels, errors (facts §4.4-§4.5, DECISIONS §5)."""
+"""ModelServing rules: replicas, roles, scheduling, env, images, labels, errors (docs/design/synthesis.md §7, §8)."""
 
 from __future__ import annotations
 

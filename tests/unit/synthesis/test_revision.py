@@ -1,4 +1,4 @@
-"""The revision label: our digest of each child's own desired content (DECISIONS §5, Q15 fixed)."""
+"""The revision label: our digest of each child's own desired content (docs/design/synthesis.md §5, Q15 fixed)."""
 
 from __future__ import annotations
 

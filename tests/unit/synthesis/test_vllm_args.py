@@ -1,4 +1,4 @@
-"""Worker config -> vLLM arguments (kthena-v0.1.0-facts §4.2, DECISIONS §5 Q18)."""
+"""Worker config -> vLLM arguments (docs/design/synthesis.md §9, Q18 fixed)."""
 
 from __future__ import annotations
 
