@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -216,7 +217,7 @@ async def _read_body(request: web.Request) -> Any:
         raise e.bad_request(f"couldn't get version/kind; json parse error: {err}") from err
 
 
-def _query_int(query: Any, name: str) -> int | None:
+def _query_int(query: Mapping[str, str], name: str) -> int | None:
     value = query.get(name)
     if value in (None, ""):
         return None
@@ -511,8 +512,8 @@ async def _pump(
     response: web.StreamResponse,
     watcher: Watcher,
     *,
-    served: Any,
-    bookmark: Any,
+    served: Callable[[Obj], Obj],
+    bookmark: Callable[[], bytes] | None,
     lifetime: int | None,
 ) -> None:
     loop = asyncio.get_running_loop()

@@ -17,12 +17,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.fakeapi.app import ServerConfig
 from tests.fakeapi.server import FakeApiServer
+
+if TYPE_CHECKING:
+    import kubernetes.aio.client
+    import kubernetes.client
 
 
 @pytest.fixture
@@ -51,37 +55,39 @@ async def fake_apiserver_inloop(fake_apiserver_config: ServerConfig) -> AsyncIte
 
 
 @pytest.fixture
-def kube_config(fake_apiserver: FakeApiServer) -> Any:
+def kube_config(fake_apiserver: FakeApiServer) -> kubernetes.client.Configuration:
     """kubernetes.client.Configuration pointing at `fake_apiserver`."""
     return fake_apiserver.configuration()
 
 
 @pytest.fixture
-def kube_client(kube_config: Any) -> Iterator[Any]:
+def kube_client(kube_config: kubernetes.client.Configuration) -> Iterator[kubernetes.client.ApiClient]:
     from kubernetes import client
 
     api_client = client.ApiClient(kube_config)
     try:
         yield api_client
     finally:
-        api_client.close()  # type: ignore[no-untyped-call]
+        api_client.close()  # type: ignore[no-untyped-call]  # the client's close() is not annotated
 
 
 @pytest.fixture
-def aio_kube_config(fake_apiserver: FakeApiServer) -> Any:
+def aio_kube_config(fake_apiserver: FakeApiServer) -> kubernetes.aio.client.Configuration:
     """kubernetes.aio.client.Configuration pointing at `fake_apiserver`."""
     return fake_apiserver.aio_configuration()
 
 
 @pytest.fixture
-async def aio_kube_client(aio_kube_config: Any) -> AsyncIterator[Any]:
+async def aio_kube_client(
+    aio_kube_config: kubernetes.aio.client.Configuration,
+) -> AsyncIterator[kubernetes.aio.client.ApiClient]:
     from kubernetes.aio import client
 
     api_client = client.ApiClient(aio_kube_config)
     try:
         yield api_client
     finally:
-        await api_client.close()  # type: ignore[no-untyped-call]
+        await api_client.close()  # type: ignore[no-untyped-call]  # the client's close() is not annotated
 
 
 @pytest.fixture

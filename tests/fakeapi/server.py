@@ -13,9 +13,9 @@ import json
 import ssl
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from aiohttp import web
@@ -27,16 +27,21 @@ from tests.fakeapi.reqlog import RequestLog
 from tests.fakeapi.rest import Request
 from tests.fakeapi.tls import TestCertificates, make_certificates
 
+if TYPE_CHECKING:
+    import kubernetes.aio.client
+    import kubernetes.client
+
 Obj = dict[str, Any]
 T = TypeVar("T")
 
 
-def _run_now(coro: Any) -> Any:
+def _run_now(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine that never suspends (internal writes skip admission) to completion, synchronously."""
     try:
         coro.send(None)
     except StopIteration as stop:
-        return stop.value
+        result: T = stop.value
+        return result
     coro.close()
     raise RuntimeError("internal operation unexpectedly waited; call it through the HTTP API instead")
 
@@ -315,7 +320,7 @@ class FakeApiServer:
         target.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace), sort_keys=False))
         return target
 
-    def configuration(self) -> Any:
+    def configuration(self) -> kubernetes.client.Configuration:
         """A `kubernetes.client.Configuration` for the sync client."""
         from kubernetes import client
 
@@ -325,7 +330,7 @@ class FakeApiServer:
             config.ssl_ca_cert = self._ca_file()
         return config
 
-    def aio_configuration(self) -> Any:
+    def aio_configuration(self) -> kubernetes.aio.client.Configuration:
         """A `kubernetes.aio.client.Configuration` for the asyncio client."""
         from kubernetes.aio import client
 
