@@ -58,9 +58,11 @@ from reconciler.status import (
     REASON_NOT_OWNED,
     BackendState,
     Outcome,
+    becomes_initialized,
     booster_status,
     condition_status,
     rfc3339_now,
+    seconds_between,
     status_differs,
 )
 from reconciler.synthesis import SynthesisError, autoscaled_backends, synthesize
@@ -348,6 +350,11 @@ class ModelBoosterReconciler:
             field_manager=self.field_manager,
         )
         self.boosters.write_through(stored)
+        if becomes_initialized(current, desired):
+            # Creation to the Initialized condition's lastTransitionTime, as `kubectl get -o yaml` shows both.
+            elapsed = seconds_between(meta.get("creationTimestamp"), self._now())
+            if elapsed is not None:
+                self.metrics.time_to_initialized.observe(max(elapsed, 0.0))
 
     # ------------------------------------------------------------------ events
     async def _post_events(self, booster: dict[str, Any], report: _Report) -> None:

@@ -70,6 +70,24 @@ def rfc3339_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def seconds_between(start: object, end: str) -> float | None:
+    """`end - start` of two RFC 3339 timestamps in seconds; None when `start` is missing or malformed."""
+    if not isinstance(start, str):
+        return None
+    try:
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def becomes_initialized(current: dict[str, Any] | None, desired: dict[str, Any]) -> bool:
+    """Whether writing `desired` turns the Initialized condition True."""
+    return (
+        condition_status(current, CONDITION_INITIALIZED) != "True"
+        and condition_status(desired, CONDITION_INITIALIZED) == "True"
+    )
+
+
 def merge_conditions(
     existing: Sequence[dict[str, Any]] | None,
     wanted: Sequence[WantedCondition],
