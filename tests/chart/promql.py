@@ -69,11 +69,11 @@ def uses(expr: str) -> Uses:
         if isinstance(node, promql.VectorSelector):
             found.selectors.append((node.name, {matcher.name for matcher in node.matchers.matchers}))
         elif isinstance(node, promql.AggregateExpr) and node.modifier is not None:
-            found.grouping.update(node.modifier.labels)
+            found.grouping.update(node.modifier.labels or ())
         elif isinstance(node, promql.BinaryExpr) and node.modifier is not None:
             if node.modifier.matching is not None:
                 found.grouping.update(node.modifier.matching.labels)
-            found.grouping.update(node.modifier.group_labels)
+            found.grouping.update(node.modifier.group_labels or ())
 
     promql.walk(parse(expr), pre_visit=visit)
     return found
