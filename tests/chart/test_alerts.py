@@ -150,7 +150,8 @@ def test_every_alert_has_a_case_that_fires_and_a_later_one_that_resolves() -> No
 
 def _minutes(duration: str) -> int:
     match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?", duration)
-    assert match and duration, f"eval_time {duration!r}: use hours and minutes"
+    assert duration, "empty eval_time"
+    assert match, f"eval_time {duration!r}: use hours and minutes"
     return int(match.group(1) or 0) * 60 + int(match.group(2) or 0)
 
 
@@ -175,7 +176,8 @@ def test_every_alert_has_a_runbook_in_the_docs() -> None:
     assert sorted(headings) == sorted(WEBHOOK_ALERTS | RECONCILER_ALERTS)
     for alert in headings:
         runbook = section(alerts, alert)
-        assert "What it means" in runbook and "What to do" in runbook, alert
+        assert "What it means" in runbook, alert
+        assert "What to do" in runbook, alert
 
 
 def test_alert_labels_severity_and_runbook_urls(rendered_scenarios: dict[str, Rendered]) -> None:
