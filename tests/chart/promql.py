@@ -11,7 +11,7 @@ from typing import Any, Final
 import promql_parser as promql
 
 from tests.chart.render import REPO_ROOT
-from tests.e2e.documented import section
+from tests.e2e.documented import section, table_rows
 
 DOC: Final = REPO_ROOT / "docs" / "chart.md"
 METRIC_TABLES: Final = ("Webhook metrics", "Reconciler metrics")
@@ -32,18 +32,11 @@ def documented_metrics() -> dict[str, DocumentedMetric]:
     found: dict[str, DocumentedMetric] = {}
     text = DOC.read_text()
     for heading in METRIC_TABLES:
-        header: list[str] = []
-        for line in section(text, heading).splitlines():
-            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-            if len(cells) < 3 or set(cells[0]) <= {"-", ":"}:
-                continue
-            if not header:
-                header = [cell.lower() for cell in cells]
-                continue
-            name = _BACKTICKED.fullmatch(cells[0])
-            assert name, f"docs/chart.md, {heading}: {cells[0]!r} is not one backticked metric name"
-            labels = frozenset(_BACKTICKED.findall(cells[header.index("labels")]))
-            found[name.group(1)] = DocumentedMetric(type=cells[header.index("type")], labels=labels)
+        for row in table_rows(section(text, heading)):
+            name = _BACKTICKED.fullmatch(row["metric"])
+            assert name, f"docs/chart.md, {heading}: {row['metric']!r} is not one backticked metric name"
+            labels = frozenset(_BACKTICKED.findall(row["labels"]))
+            found[name.group(1)] = DocumentedMetric(type=row["type"], labels=labels)
     assert found, "docs/chart.md has no metric tables"
     return found
 
