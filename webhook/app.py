@@ -149,7 +149,7 @@ async def _serve(request: web.Request, *, state: WebhookState, metrics: PathMetr
         return _plain(400, str(error))
     answer = decide(admission)
     operation = admission["operation"]
-    metrics.decision(operation=operation, allowed=answer["allowed"])
+    metrics.decision(operation=operation, allowed=answer["allowed"], reason=answer.get("status", {}).get("reason"))
     _log_decision(path=path, request=admission, response=answer)
     body = json.dumps(review_response(api_version=api_version, response=answer), separators=(",", ":"))
     return web.Response(text=body, content_type=JSON_TYPE)
@@ -200,6 +200,7 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
         on_reload=metrics.record_reload,
     )
     state = WebhookState(settings=settings, metrics=metrics, reloader=reloader)
+    metrics.report_readiness(state.readiness)
     # aiohttp enforces the size limit while reading, so an oversized chunked body is never buffered whole.
     app = web.Application(client_max_size=settings.max_request_bytes)
     app[STATE] = state

@@ -6,6 +6,7 @@ status), so dashboards built for Go webhooks work unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Final
 
@@ -20,9 +21,12 @@ from prometheus_client import (
 )
 
 from certs.reload import ReloadOutcome, ReloadResult
+from webhook.admission import DENIAL_REASONS
 
-# Prometheus' Go client default buckets, which controller-runtime's webhook latency histogram uses.
-LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Prometheus' Go client default buckets, which controller-runtime's webhook latency histogram uses, then up to
+# 30 s: the API server waits up to `timeoutSeconds` (at most 30), and a p99 near any such timeout must fall
+# below the last finite bucket to be measurable.
+LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0)
 
 
 class WebhookMetrics:
@@ -56,6 +60,19 @@ class WebhookMetrics:
             ["webhook", "operation", "allowed"],
             registry=self.registry,
         )
+        self.denials = Counter(
+            "modelbooster_admission_denials_total",
+            "Refused admission requests by webhook path and the reason of the Status returned (Invalid, "
+            "BadRequest, InternalError).",
+            ["webhook", "reason"],
+            registry=self.registry,
+        )
+        self.ready = Gauge(
+            "modelbooster_webhook_ready",
+            "1 while /readyz answers ok (a serving certificate is loaded and the webhook is not shutting down), "
+            "else 0.",
+            registry=self.registry,
+        )
         self.cert_reloads = Counter(
             "modelbooster_webhook_certificate_reloads_total",
             "Serving certificate loads from disk, by result (loaded or failed).",
@@ -74,6 +91,10 @@ class WebhookMetrics:
             self.cert_reloads.labels(result=result.value)
         return PathMetrics(self, path)
 
+    def report_readiness(self, reason: Callable[[], str | None]) -> None:
+        """Let `modelbooster_webhook_ready` read `reason()` (why not ready, or None) at every scrape."""
+        self.ready.set_function(lambda: 1.0 if reason() is None else 0.0)
+
     def record_reload(self, result: ReloadResult) -> None:
         if result.outcome is not ReloadOutcome.UNCHANGED:
             self.cert_reloads.labels(result=result.outcome.value).inc()
@@ -91,6 +112,7 @@ class PathMetrics:
         self._decisions = metrics.decisions
         self._by_code: dict[int, Counter] = {}
         self._by_decision: dict[tuple[str, bool], Counter] = {}
+        self._by_denial = {reason: metrics.denials.labels(webhook=path, reason=reason) for reason in DENIAL_REASONS}
 
     def request_done(self, *, status: int, seconds: float) -> None:
         self.latency.observe(seconds)
@@ -99,7 +121,10 @@ class PathMetrics:
             counter = self._by_code[status] = self._requests.labels(webhook=self.path, code=str(status))
         counter.inc()
 
-    def decision(self, *, operation: str, allowed: bool) -> None:
+    def decision(self, *, operation: str, allowed: bool, reason: str | None = None) -> None:
+        """Count one answer; a denial also by its Status `reason` (one of DENIAL_REASONS)."""
+        if not allowed and reason in self._by_denial:
+            self._by_denial[reason].inc()
         counter = self._by_decision.get((operation, allowed))
         if counter is None:
             counter = self._decisions.labels(

@@ -450,6 +450,7 @@ class OptimizerReconciler:
         self.informers[OPTIMIZER].write_through(stored)
         self.metrics.optimizations.labels("success").inc()
         self.metrics.duration.observe(duration)
+        self.metrics.allocation_cost.labels(key.namespace, key.name).set(total_cost)
         logger.info("inferno %s: %s in %.3fs", key, message, duration)
 
     async def _mirror(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
@@ -679,6 +680,13 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         metrics=manager.metrics,
     )
     controller.watch(informers[OPTIMIZER], map_optimizer, primary=True)
+
+    def forget(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if event == "DELETED" and old is not None:
+            key = ObjectKey.of(old)
+            metrics.forget_optimizer(key.namespace, key.name)
+
+    informers[OPTIMIZER].add_handler(forget)
     mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=backend.mirrors)
     for kind in INPUT_KINDS:
         controller.watch(informers[kind], mapper)

@@ -7,9 +7,10 @@ and how a remote optimizer answers.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Final, Literal
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 RunResult = Literal["success", "invalid", "error"]
 RUN_RESULTS: Final[tuple[RunResult, ...]] = ("success", "invalid", "error")
@@ -44,8 +45,20 @@ class InfernoMetrics:
             ["method", "endpoint", "code"],
             registry=registry,
         )
+        # `optimizer_namespace`, not `namespace`: Prometheus sets `namespace` to the scraped pod's own.
+        self.allocation_cost = Gauge(
+            "inferno_allocation_cost",
+            "Total cost of the allocation of the last successful run, per Optimizer (cents per hour)",
+            ["optimizer_namespace", "optimizer"],
+            registry=registry,
+        )
         for result in RUN_RESULTS:
             self.optimizations.labels(result)
+
+    def forget_optimizer(self, namespace: str, name: str) -> None:
+        """Drop the series of a deleted Optimizer, so its last cost does not linger."""
+        with suppress(KeyError):  # older prometheus-client raises when it never ran
+            self.allocation_cost.remove(namespace, name)
 
     def count_remote(self, method: str, endpoint: str, code: str) -> None:
         self.remote_requests.labels(method, endpoint, code).inc()

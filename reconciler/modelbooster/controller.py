@@ -32,7 +32,9 @@ from reconciler.modelbooster.status import (
     REASON_NOT_OWNED,
     BackendState,
     Outcome,
+    becomes_initialized,
     booster_status,
+    seconds_between,
 )
 from reconciler.modelbooster.synthesis import SynthesisError, autoscaled_backends, synthesize
 from reconciler.runtime.apply import (
@@ -347,6 +349,11 @@ class ModelBoosterReconciler:
             field_manager=self.field_manager,
         )
         self.boosters.write_through(stored)
+        if becomes_initialized(current, desired):
+            # Creation to the Initialized condition's lastTransitionTime, as `kubectl get -o yaml` shows both.
+            elapsed = seconds_between(meta.get("creationTimestamp"), self._now())
+            if elapsed is not None:
+                self.metrics.time_to_initialized.observe(max(elapsed, 0.0))
 
     # ------------------------------------------------------------------ events
     async def _post_events(self, booster: dict[str, Any], report: _Report) -> None:

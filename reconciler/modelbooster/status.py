@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from reconciler.runtime.conditions import WantedCondition, condition_status, merge_conditions
@@ -53,6 +54,24 @@ class Outcome:
     applied_all: bool
     failure: str | None = None
     failure_reason: str = REASON_ABNORMAL
+
+
+def seconds_between(start: object, end: str) -> float | None:
+    """`end - start` of two RFC 3339 timestamps in seconds; None when `start` is missing or malformed."""
+    if not isinstance(start, str):
+        return None
+    try:
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def becomes_initialized(current: dict[str, Any] | None, desired: dict[str, Any]) -> bool:
+    """Whether writing `desired` turns the Initialized condition True."""
+    return (
+        condition_status(current, CONDITION_INITIALIZED) != "True"
+        and condition_status(desired, CONDITION_INITIALIZED) == "True"
+    )
 
 
 def booster_conditions(

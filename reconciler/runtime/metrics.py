@@ -22,6 +22,9 @@ RECONCILE_BUCKETS = (
 )  # fmt: skip
 # workqueue histograms: ExponentialBuckets(1e-8, 10, 12).
 WORKQUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
+# Creation to Initialized, in whole seconds (both timestamps have second resolution): from the next second
+# on a quiet cluster to an hour for an object that was invalid or blocked for a while.
+INITIALIZED_BUCKETS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 
 
 class Metrics:
@@ -103,6 +106,12 @@ class Metrics:
             "modelbooster_children_applied_total",
             "Writes of ModelBooster children, by child kind and action (created, updated, deleted)",
             ["kind", "action"],
+            registry=r,
+        )
+        self.time_to_initialized = Histogram(
+            "modelbooster_time_to_initialized_seconds",
+            "Time from a ModelBooster's creation to the status write that first set Initialized True",
+            buckets=INITIALIZED_BUCKETS,
             registry=r,
         )
         self.watch_restarts = Counter(

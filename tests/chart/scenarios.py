@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+RUNBOOKS = "https://docs.example.com/modelbooster/chart.md"
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "cert-manager": {"certManager": {"enabled": True}},
@@ -15,6 +17,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "no-child-crds": {"crds": {"installChildCRDs": False}},
     "service-monitor": {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}}},
+    "monitoring": {
+        "metrics": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+            "dashboard": {"enabled": True},
+        }
+    },
     "webhook-disabled": {"webhook": {"enabled": False}},
     "webhook-tuned": {"webhook": {"failurePolicy": "Ignore", "timeoutSeconds": 12, "tlsMinVersion": "1.3"}},
     "namespaces": {"reconciler": {"watchNamespaces": ["team-a", "team-b"]}},
@@ -25,7 +34,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "everything": {
         "certManager": {"enabled": True},
         "crds": {"installChildCRDs": False},
-        "metrics": {"serviceMonitor": {"enabled": True}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True},
+            "prometheusRule": {"enabled": True, "alertLabels": {"team": "ml"}, "runbookBaseURL": RUNBOOKS},
+            "dashboard": {"enabled": True, "annotations": {"grafana_folder": "ModelBooster"}},
+        },
         "reconciler": {"watchNamespaces": ["team-a"], "replicas": 2},
         "webhook": {"failurePolicy": "Ignore", "timeoutSeconds": 3},
         "image": {"digest": "sha256:" + "ab" * 32},

@@ -37,6 +37,8 @@ DEV_TOOLS = {
     "dockerfile-parse",
     "jsonschema",
     "types-pyyaml",
+    "grafana-foundation-sdk",
+    "promql-parser",
 }
 
 

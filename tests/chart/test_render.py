@@ -17,11 +17,13 @@ KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
 
 # Objects of other projects' CRDs, which are not installed here: kubernetes-validate has no schema for them
 # and no CRD of theirs is in this repository, so their wiring is checked field by field in other tests
-# (test_webhook_configuration.py for the cert-manager objects, test_metrics.py for the ServiceMonitors).
+# (test_webhook_configuration.py for the cert-manager objects, test_metrics.py for the ServiceMonitors);
+# test_alerts.py checks the PrometheusRule against a schema of that kind kept in tests/chart/schemas.
 FOREIGN_KINDS = {
     ("cert-manager.io/v1", "Issuer"),
     ("cert-manager.io/v1", "Certificate"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
 }
 
 P = "mb-modelbooster"
@@ -166,6 +168,7 @@ def test_every_object_carries_the_release_labels(rendered_scenarios: dict[str, R
                 "reconciler",
                 "webhook-metrics",
                 "reconciler-metrics",
+                "monitoring",
             ), (name, obj["kind"])
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,24 +12,14 @@ import pytest
 import yaml
 
 from tests.chart.render import CHART_DIR, REPO_ROOT
+from tests.chart.scripts import load_script
 
 DOC = REPO_ROOT / "docs" / "chart.md"
 
 
-def _script(name: str) -> ModuleType:
-    path = REPO_ROOT / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def values_table() -> ModuleType:
-    return _script("values_table")
+    return load_script("values_table")
 
 
 @pytest.fixture(scope="module")

@@ -40,10 +40,9 @@ def section(text: str, heading: str) -> str:
     return ""
 
 
-def table_metric_names(text: str) -> dict[str, str | None]:
-    """Metric name -> its documented type (the `Type` column, or "(histogram)" after the name), None if
-    the table does not say."""
-    names: dict[str, str | None] = {}
+def table_rows(text: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table in `text`, each as {lower-case column header: cell}, in column order."""
+    rows: list[dict[str, str]] = []
     header: list[str] = []
     for line in text.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -52,9 +51,19 @@ def table_metric_names(text: str) -> dict[str, str | None]:
         if not header:
             header = [cell.lower() for cell in cells]
             continue
-        declared = cells[header.index("type")] if "type" in header else None
-        for name in _NAME.findall(cells[0]):
-            inline = re.search(rf"`{name}`[^`]*?\((counter|gauge|histogram)", cells[0])
+        rows.append(dict(zip(header, cells, strict=False)))
+    return rows
+
+
+def table_metric_names(text: str) -> dict[str, str | None]:
+    """Metric name -> its documented type (the `Type` column, or "(histogram)" after the name), None if
+    the table does not say."""
+    names: dict[str, str | None] = {}
+    for row in table_rows(text):
+        first = next(iter(row.values()))
+        declared = row.get("type")
+        for name in _NAME.findall(first):
+            inline = re.search(rf"`{name}`[^`]*?\((counter|gauge|histogram)", first)
             names[name] = declared or (inline.group(1) if inline else None)
     return names
 

@@ -21,6 +21,7 @@ from tests.e2e.user import create_booster, delete_booster, load_example, mark_se
 EVENT_ONLY: dict[str, str] = {
     "modelbooster_watch_restarts_total": "a watch is re-opened only after its 300 s timeout or a fault",
     "inferno_remote_requests_total": "only a remote optimizer (INFERNO_HOST) is called; e2e runs the embedded one",
+    "inferno_allocation_cost": "set by an Inferno optimisation run, which the e2e round trip does not ask for",
 }
 
 
@@ -95,6 +96,8 @@ def test_webhook_series_follow_admissions(cluster: Cluster, activity: dict[str, 
     validate = {"webhook": "/validate/modelbooster", "operation": "CREATE"}
     assert delta("modelbooster_admission_decisions_total", allowed="true", **validate) >= 1
     assert delta("modelbooster_admission_decisions_total", allowed="false", **validate) >= 1
+    assert delta("modelbooster_admission_denials_total", webhook="/validate/modelbooster", reason="Invalid") >= 1
+    assert _value(after, "modelbooster_webhook_ready") == 1
     assert _value(after, "controller_runtime_webhook_requests_in_flight") == 0
     assert _value(after, "modelbooster_webhook_certificate_reloads_total", result="loaded") >= 1
     # The expiry gauge is the notAfter of the certificate the kubelet projected from the Secret.
@@ -116,5 +119,6 @@ def test_reconciler_series_follow_reconciles(cluster: Cluster, activity: dict[st
         assert delta("modelbooster_children_applied_total", kind=kind, action="created") >= 1
     assert _value(after, "leader_election_master_status", name=f"{FULLNAME}-reconciler") == 1
     assert _value(after, "modelbooster_boosters", condition="Active") >= 1
+    assert delta("modelbooster_time_to_initialized_seconds_count") >= 1
     assert delta("rest_client_requests_total", method="POST", host=cluster.fake.url.removeprefix("http://")) >= 3
     assert _value(after, "controller_runtime_max_concurrent_reconciles", controller="modelbooster") == 5

@@ -285,6 +285,23 @@ async def test_optimize_flag_round_trip_writes_desired_alloc_status_and_event(
     assert inferno.metric("inferno_optimizations_total", result="error") == 0
     assert inferno.metric("inferno_optimization_duration_seconds_count") == 1
     assert inferno.metric("inferno_desired_alloc_writes_total") == 1
+    assert inferno.metric("inferno_allocation_cost", optimizer_namespace=NS, optimizer="inferno") == 46
+
+
+async def test_a_deleted_optimizer_leaves_no_cost_series(
+    cluster: Cluster, start_inferno: Callable[..., Awaitable[RunningInferno]]
+) -> None:
+    create_all(cluster, worked_example())
+    inferno = await start_inferno()
+    await request_run(cluster)
+    await run_finished(cluster)
+    labels = {"optimizer_namespace": NS, "optimizer": "inferno"}
+    assert inferno.metrics.registry.get_sample_value("inferno_allocation_cost", labels) == 46
+    await cluster.delete(OPTIMIZER, "inferno")
+    await eventually(
+        lambda: inferno.metrics.registry.get_sample_value("inferno_allocation_cost", labels) is None,
+        message="cost series dropped",
+    )
 
 
 async def test_desired_alloc_on_each_server_is_what_optimize_computes(

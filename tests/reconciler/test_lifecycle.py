@@ -5,6 +5,8 @@ Expected values come from docs/design/reconciler.md §2 to §8 and the naming ru
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
@@ -57,8 +59,8 @@ def backends_column(cluster: Cluster, name: str = "m") -> object:
 
 async def converged(cluster: Cluster, reconciler: RunningReconciler, name: str = "m") -> None:
     await eventually(lambda: cluster.condition(name, "Initialized") == "True", message="Initialized")
-    await eventually(lambda: len(reconciler.manager.controllers[0].queue) == 0 and not
-                     reconciler.manager.controllers[0].queue.processing())  # fmt: skip
+    await eventually(lambda: len(reconciler.runtime.manager.controllers[0].queue) == 0 and not
+                     reconciler.runtime.manager.controllers[0].queue.processing())  # fmt: skip
     await quiet(0.2)
 
 
@@ -111,6 +113,12 @@ async def test_create_makes_every_child_and_reports_initialized(
     assert created_events[0]["involvedObject"]["uid"] == uid
     assert reconciler.metric("modelbooster_children_applied_total", kind="ModelServing", action="created") == 2
     assert reconciler.metric("modelbooster_boosters", condition="Initialized") == 1
+    # Creation to Initialized, as the stored timestamps say.
+    initialized = datetime.fromisoformat(conditions["Initialized"]["lastTransitionTime"])
+    created_at = datetime.fromisoformat(created["metadata"]["creationTimestamp"])
+    assert reconciler.metric("modelbooster_time_to_initialized_seconds_count") == 1
+    elapsed = (initialized - created_at).total_seconds()
+    assert reconciler.metric("modelbooster_time_to_initialized_seconds_sum") == elapsed
 
 
 async def test_active_when_every_serving_is_available(cluster: Cluster, reconciler: RunningReconciler) -> None:
@@ -127,6 +135,7 @@ async def test_active_when_every_serving_is_available(cluster: Cluster, reconcil
     conditions = cluster.conditions()
     assert conditions["Active"]["reason"] == "ModelAvailable"
     assert conditions["Initialized"]["lastTransitionTime"] == initialized_at
+    assert reconciler.metric("modelbooster_time_to_initialized_seconds_count") == 1  # observed once, not per write
     status = (cluster.get(MODEL_BOOSTER, "m") or {})["status"]
     assert status["backendStatuses"] == [{"name": "a", "replicas": 1}, {"name": "b", "replicas": 2}]
 
@@ -266,7 +275,7 @@ async def test_a_no_op_resync_writes_nothing(cluster: Cluster, reconciler: Runni
     await cluster.set_available("m-b")
     await eventually(lambda: cluster.condition("m", "Active") == "True")
     await quiet(0.3)
-    controller = reconciler.manager.controllers[0]
+    controller = reconciler.runtime.manager.controllers[0]
     before = reconciler.metric("controller_runtime_reconcile_total", controller="modelbooster", result="success")
     cluster.fake.requests.clear()
 

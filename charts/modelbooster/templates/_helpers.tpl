@@ -193,3 +193,19 @@ patched when they repeat.
   resources: ["optimizers/status", "accelerators/status", "models/status", "serviceclasses/status", "servers/status", "capacities/status"]
   verbs: ["patch"]
 {{- end -}}
+
+{{/* The labels block of one alert: `severity`, then metrics.prometheusRule.alertLabels (which cannot replace it). */}}
+{{- define "modelbooster.alertLabels" -}}
+labels:
+  severity: {{ .severity }}
+  {{- with omit .rule.alertLabels "severity" }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end -}}
+
+{{/* `runbook_url` of one alert, when metrics.prometheusRule.runbookBaseURL is set: its anchor in docs/chart.md. */}}
+{{- define "modelbooster.runbookURL" -}}
+{{- with .rule.runbookBaseURL -}}
+runbook_url: {{ printf "%s#%s" (trimSuffix "/" .) (lower $.alert) | quote }}
+{{- end -}}
+{{- end -}}
