@@ -15,11 +15,11 @@ import re
 
 import pytest
 from prometheus_client import CollectorRegistry
-from reconciler.certduty.duty import register_cert_duty
-from reconciler.certduty.settings import cert_settings_from_args
 
 from modelbooster.cli import build_parser
 from reconciler.assembly import build
+from reconciler.certduty.duty import register_cert_duty
+from reconciler.certduty.settings import cert_settings_from_args
 from reconciler.inferno.controller import inferno_settings_from_args, register_inferno
 from reconciler.main import settings_from_args
 from reconciler.runtime.client import KubeClient

@@ -27,6 +27,11 @@ from urllib.parse import urlencode
 import pytest
 from cryptography import x509
 from prometheus_client import CollectorRegistry
+
+from certs.authority import create_ca, issue_serving_cert
+from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
+from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
+from certs.secret import parse_ca_secret, parse_serving_secret
 from reconciler.certduty.duty import (
     MUTATING_WEBHOOK_CONFIGURATION,
     SECRET,
@@ -40,11 +45,6 @@ from reconciler.certduty.settings import (
     add_cert_arguments,
     cert_settings_from_args,
 )
-
-from certs.authority import create_ca, issue_serving_cert
-from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
-from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
-from certs.secret import parse_ca_secret, parse_serving_secret
 from reconciler.modelbooster.kinds import MODEL_BOOSTER
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.environment import SettingsError

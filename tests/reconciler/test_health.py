@@ -17,7 +17,7 @@ from tests.reconciler.harness import FAST, Cluster, RunningReconciler, backend, 
 async def test_probes_and_metrics(cluster: Cluster, reconciler: RunningReconciler) -> None:
     cluster.create_booster(booster("m", backend("a")))
     await eventually(lambda: cluster.condition("m", "Initialized") == "True")
-    async with TestClient(TestServer(make_app(reconciler.runtime.manager))) as http:
+    async with TestClient(TestServer(make_app(reconciler.manager))) as http:
         assert (await http.get("/healthz")).status == 200
         assert (await http.get("/readyz")).status == 200
         response = await http.get("/metrics")
@@ -67,7 +67,7 @@ async def test_shutdown_finishes_in_flight_work_and_stops_cleanly(
     reconciler = await start_reconciler()
     slow = fake.faults.delay(0.3, verb="create", resource="modelroutes")
     cluster.create_booster(booster("m", backend("a")))
-    await eventually(lambda: bool(reconciler.runtime.manager.controllers[0].queue.processing()))
+    await eventually(lambda: bool(reconciler.manager.controllers[0].queue.processing()))
     await reconciler.stop()  # waits for the reconcile in hand
     fake.faults.remove(slow)
     # The reconcile that was in flight when the stop came was allowed to finish its writes.

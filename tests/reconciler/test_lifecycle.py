@@ -59,8 +59,8 @@ def backends_column(cluster: Cluster, name: str = "m") -> object:
 
 async def converged(cluster: Cluster, reconciler: RunningReconciler, name: str = "m") -> None:
     await eventually(lambda: cluster.condition(name, "Initialized") == "True", message="Initialized")
-    await eventually(lambda: len(reconciler.runtime.manager.controllers[0].queue) == 0 and not
-                     reconciler.runtime.manager.controllers[0].queue.processing())  # fmt: skip
+    await eventually(lambda: len(reconciler.manager.controllers[0].queue) == 0 and not
+                     reconciler.manager.controllers[0].queue.processing())  # fmt: skip
     await quiet(0.2)
 
 
@@ -275,7 +275,7 @@ async def test_a_no_op_resync_writes_nothing(cluster: Cluster, reconciler: Runni
     await cluster.set_available("m-b")
     await eventually(lambda: cluster.condition("m", "Active") == "True")
     await quiet(0.3)
-    controller = reconciler.runtime.manager.controllers[0]
+    controller = reconciler.manager.controllers[0]
     before = reconciler.metric("controller_runtime_reconcile_total", controller="modelbooster", result="success")
     cluster.fake.requests.clear()
 

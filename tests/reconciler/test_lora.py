@@ -111,7 +111,7 @@ async def test_only_adapters_changed_loads_them_on_running_pods_without_a_rollou
     await set_adapters(cluster, "chat")
     await eventually(lambda: runtime.names("unload") == ["sql"])
     calls = len(runtime.calls)
-    reconciler.runtime.manager.controllers[0].enqueue_all()
+    reconciler.manager.controllers[0].enqueue_all()
     await quiet(0.3)
     assert len(runtime.calls) == calls
     assert (cluster.get(MODEL_SERVING, "m-a") or {})["metadata"]["resourceVersion"] == serving_rv

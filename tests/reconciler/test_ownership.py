@@ -111,7 +111,7 @@ async def test_turning_autoscaling_on_keeps_the_current_replicas(
 
     # And an idle resync writes nothing although replicas differ from minReplicas.
     cluster.fake.requests.clear()
-    reconciler.runtime.manager.controllers[0].enqueue_all()
+    reconciler.manager.controllers[0].enqueue_all()
     await quiet(0.3)
     assert reconciler.writes() == []
 
