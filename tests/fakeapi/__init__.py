@@ -73,9 +73,9 @@ What it emulates (pinned by tests/apiserver/):
   validation as `system:serviceaccount:kube-system:generic-garbage-collector` (DELETE with a uid
   precondition; JSON merge patches for ownerReferences and for removing `orphan`/`foregroundDeletion`), so
   an object validation refuses stays terminating, retried with backoff (`gc_failures()` says why);
-  namespace deletion deleting its content, CRD deletion deleting its custom resources. DELETE answers like the real registry: the object for pods and
-  namespaces, a `Status` (Success) for custom resources and other kinds deleted at once, the object with
-  deletionTimestamp when finalizers hold it.
+  namespace deletion deleting its content, CRD deletion deleting its custom resources. DELETE answers like
+  the real registry: the object for pods and namespaces, a `Status` (Success) for custom resources and
+  other kinds deleted at once, the object with deletionTimestamp when finalizers hold it.
 - Admission webhooks from stored Mutating/ValidatingWebhookConfigurations over HTTPS with caBundle
   verification (service references routed with `route_service`, or `clientConfig.url`), rules,
   namespace/object selectors, JSON patches, failurePolicy, timeoutSeconds, sideEffects on dry runs,
