@@ -30,23 +30,13 @@ BEHAVIOR: Final = "behavior is not supported"
 TOPOLOGY: Final = "topology is not supported"
 
 
-def forbid(field: str, message: str) -> dict[str, Any]:
-    return {
-        "rule": f"!has(self.{field})",
-        "message": message,
-        "reason": "FieldValueForbidden",
-        "fieldPath": f".{field}",
-    }
-
-
-def forbid_new(field: str, message: str) -> dict[str, Any]:
-    return {
-        "rule": f"!has(self.{field}) || (oldSelf.hasValue() && has(oldSelf.value().{field}))",
-        "message": message,
-        "reason": "FieldValueForbidden",
-        "fieldPath": f".{field}",
-        "optionalOldSelf": True,
-    }
+def forbid(field: str, message: str, *, unless_kept: bool = False) -> dict[str, Any]:
+    """`field` refused (always, or unless the old object had it) with `message`, reported at the field."""
+    rule: dict[str, Any] = {"message": message, "reason": "FieldValueForbidden", "fieldPath": f".{field}"}
+    if not unless_kept:
+        return {"rule": f"!has(self.{field})", **rule}
+    kept = f"(oldSelf.hasValue() && has(oldSelf.value().{field}))"
+    return {"rule": f"!has(self.{field}) || {kept}", **rule, "optionalOldSelf": True}
 
 
 FORBID_NEW_WORKER_TOPOLOGY: Final = {
@@ -127,7 +117,7 @@ def rig_schema(
 
 OLD_STYLE: Final = rig_schema(policy_rules=[forbid("behavior", BEHAVIOR)], worker_rules=[forbid("topology", TOPOLOGY)])
 CARRIED_OVER: Final = rig_schema(
-    policy_rules=[forbid_new("behavior", BEHAVIOR)], unit_rules=[FORBID_NEW_WORKER_TOPOLOGY]
+    policy_rules=[forbid("behavior", BEHAVIOR, unless_kept=True)], unit_rules=[FORBID_NEW_WORKER_TOPOLOGY]
 )
 
 
@@ -367,7 +357,7 @@ def test_a_status_write_validates_the_status_schema_only_but_every_cel_rule(rigs
 
 
 def test_old_self_below_an_atomic_list_is_refused_when_the_crd_is_created(rigs: Rigs) -> None:
-    rule = forbid_new("topology", TOPOLOGY)
+    rule = forbid("topology", TOPOLOGY, unless_kept=True)
     message = refused(lambda: rigs.install(rig_schema(worker_rules=[rule])))
     workers = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[units].items.properties[workers]"
     assert message == (
@@ -376,7 +366,7 @@ def test_old_self_below_an_atomic_list_is_refused_when_the_crd_is_created(rigs: 
         f"oldSelf cannot be used on the uncorrelatable portion of the schema within {workers}"
     )
     # Under the units list (a list-type map keyed by name) the same rule is fine.
-    rigs.install(rig_schema(unit_rules=[forbid_new("name", "no")]))
+    rigs.install(rig_schema(unit_rules=[forbid("name", "no", unless_kept=True)]))
 
 
 def test_optional_old_self_on_a_rule_without_old_self_is_refused(rigs: Rigs) -> None:

@@ -195,13 +195,7 @@ class _Parser:
                         self.take(")")
                         node = ("size", node)
                     elif name.text in _OPTIONAL_METHODS:
-                        arguments: list[Node] = []
-                        while self.peek().text != ")":
-                            arguments.append(self.conditional())
-                            if self.peek().text != ",":
-                                break
-                            self.take(",")
-                        self.take(")")
+                        arguments = self.expressions(until=")")
                         if len(arguments) != _OPTIONAL_METHODS[name.text]:
                             raise CelSyntaxError(f"{name.text}() takes {_OPTIONAL_METHODS[name.text]} argument(s)")
                         node = ("optional", name.text, node, *arguments)
@@ -227,6 +221,17 @@ class _Parser:
             else:
                 return node
 
+    def expressions(self, *, until: str) -> list[Node]:
+        """A comma-separated list of expressions and its closing token (list literals, call arguments)."""
+        found: list[Node] = []
+        while self.peek().text != until:
+            found.append(self.conditional())
+            if self.peek().text != ",":
+                break
+            self.take(",")
+        self.take(until)
+        return found
+
     def primary(self) -> Node:
         token = self.take()
         if token.kind == "int":
@@ -240,14 +245,7 @@ class _Parser:
             self.take(")")
             return node
         if token.text == "[":
-            items: list[Node] = []
-            while self.peek().text != "]":
-                items.append(self.conditional())
-                if self.peek().text != ",":
-                    break
-                self.take(",")
-            self.take("]")
-            return ("list", *items)
+            return ("list", *self.expressions(until="]"))
         if token.kind == "ident":
             if token.text in ("true", "false"):
                 return ("lit", token.text == "true")
