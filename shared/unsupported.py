@@ -2,13 +2,24 @@
 
 One table feeds both the webhook's rule (shared/validation.py) and the CRD's CEL rule (via the models'
 `x-kubernetes-validations`), so the API server says the same thing when the webhook is down: the CEL rule
-carries `fieldPath` and `reason: FieldValueForbidden`, which makes kube-apiserver print exactly the line the
-webhook prints, `<path>: Forbidden: <detail>`.
+carries `fieldPath` and `reason: FieldValueForbidden`, which makes kube-apiserver print the line the webhook
+prints, `<path>: Forbidden: <detail>` (for a worker's field the path stops at the backend's `workers`: a
+`fieldPath` cannot index a list).
+
+The CEL rules must spare objects stored before they existed (a cluster that ran Kthena v0.1.0 holds
+ModelBoosters with `behavior`, ...): kube-apiserver runs them on every write, a label change, a status write and
+the garbage collector's finalizer removal included, and its own ratcheting did not spare such values (v1.36.2:
+values holding `x-kubernetes-preserve-unknown-fields` subtrees never compared equal, not even with
+`oldSelf == self`). So each rule is a transition rule with `optionalOldSelf: true` that refuses the field only
+when the old object did not have it: it runs on create (no old value: refused) and passes a carried-over one.
+Such rules must sit where kube-apiserver can correlate old and new values (no atomic list above them), which
+is why a worker's field is checked on its backend, whose list is keyed by name. That the carried-over value is
+also unchanged is the webhook's check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,15 +40,36 @@ class UnsupportedField:
     def segments(self) -> tuple[str, ...]:
         return tuple(self.path.split("."))
 
-    def cel_rule(self) -> dict[str, Any]:
-        """`!has(self.a) || !has(self.a.b)`: absent at any level passes; costs a constant, whatever the list sizes."""
+    def presence(self, holder: str) -> list[str]:
+        """CEL terms that together say `holder` (a CEL expression of the holding object) sets this field."""
         segments = self.segments
-        terms = ["!has(self." + ".".join(segments[: depth + 1]) + ")" for depth in range(len(segments))]
+        return [f"has({holder}.{'.'.join(segments[: depth + 1])})" for depth in range(len(segments))]
+
+    def cel_rule(self) -> dict[str, Any]:
+        """On the holding object: absent now, or present in the old object too. Costs a constant."""
+        absent = " || ".join("!" + term for term in self.presence("self"))
+        carried = " && ".join(["oldSelf.hasValue()", *self.presence("oldSelf.value()")])
+        return self._rule(f"{absent} || ({carried})", "." + self.path)
+
+    def cel_rule_on_list_owner(self, list_field: str) -> dict[str, Any]:
+        """On the object owning an atomic list of holders (`workers`): no holder sets it now, or some holder
+        in the old list did. Its cost grows with the list's maxItems."""
+        item = list_field[0]
+
+        def any_sets(owner: str) -> str:
+            terms = " && ".join(self.presence(item))
+            return f"has({owner}.{list_field}) && {owner}.{list_field}.exists({item}, {terms})"
+
+        rule = f"!({any_sets('self')}) || (oldSelf.hasValue() && {any_sets('oldSelf.value()')})"
+        return self._rule(rule, "." + list_field)
+
+    def _rule(self, rule: str, field_path: str) -> dict[str, Any]:
         return {
-            "rule": " || ".join(terms),
+            "rule": rule,
             "message": self.detail,
-            "fieldPath": "." + self.path,
+            "fieldPath": field_path,
             "reason": "FieldValueForbidden",
+            "optionalOldSelf": True,
         }
 
     def present_in(self, obj: object) -> bool:
@@ -64,6 +96,12 @@ AUTOSCALING_UNSUPPORTED: Final = (
 )
 
 
-def cel_rules(fields: Sequence[UnsupportedField]) -> dict[str, Any]:
-    """The `json_schema_extra` that puts these rejections on a model's CRD schema."""
-    return {"x-kubernetes-validations": [field.cel_rule() for field in fields]}
+def cel_rules(
+    fields: Sequence[UnsupportedField], *, in_lists: Mapping[str, Sequence[UnsupportedField]] | None = None
+) -> dict[str, Any]:
+    """The `json_schema_extra` that puts these rejections on a model's CRD schema: its own fields, and the
+    fields of the items of its atomic lists (`in_lists`: list field -> the items' fields)."""
+    rules = [field.cel_rule() for field in fields]
+    for list_field, item_fields in (in_lists or {}).items():
+        rules.extend(field.cel_rule_on_list_owner(list_field) for field in item_fields)
+    return {"x-kubernetes-validations": rules}

@@ -141,7 +141,7 @@ class LoraAdapter(ApiModel):
 
 
 class ModelWorker(ApiModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(WORKER_UNSUPPORTED))
+    # Its unsupported field is checked on the backend: `workers` is an atomic list (see shared/unsupported.py).
 
     type: WorkerType | None = Field(default=None, json_schema_extra=_default(DEFAULT_WORKER_TYPE))
     image: str | None = None
@@ -159,7 +159,9 @@ class ModelWorker(ApiModel):
 
 
 class ModelBackend(ApiModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(BACKEND_UNSUPPORTED))
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(BACKEND_UNSUPPORTED, in_lists={"workers": WORKER_UNSUPPORTED})
+    )
 
     name: DnsLabel
     type: BackendType

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -355,3 +356,64 @@ def test_api_version_of_the_object_follows_the_request_version(
     assert request["object"]["apiVersion"] == f"{GROUP}/v1beta1"
     stored = custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1")
     assert stored["apiVersion"] == API_VERSION
+
+
+GC_USER = "system:serviceaccount:kube-system:generic-garbage-collector"
+
+
+def test_the_garbage_collectors_finalizer_removal_is_an_update_webhooks_see(
+    custom: Any, widgets: FakeApiServer, stub: WebhookStub
+) -> None:
+    configure(widgets, stub, "ValidatingWebhookConfiguration", "watch.example.com", path="/validate")
+    create(custom, widget("w1"))
+    stub.received.clear()
+    custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1", propagation_policy="Foreground")
+    widgets.settle()
+    assert widgets.get(API_VERSION, PLURAL, "w1", "default") is None
+    ((_, request),) = stub.received
+    assert (request["operation"], request["userInfo"]["username"]) == ("UPDATE", GC_USER)
+    assert request["oldObject"]["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert "finalizers" not in request["object"]["metadata"]
+    assert request["options"] == {"kind": "PatchOptions", "apiVersion": "meta.k8s.io/v1"}
+
+
+def test_a_denied_finalizer_removal_keeps_the_object_until_a_retry_is_admitted(
+    custom: Any, widgets: FakeApiServer, stub: WebhookStub
+) -> None:
+    configure(widgets, stub, "ValidatingWebhookConfiguration", "deny.example.com", path="/validate")
+    create(custom, widget("w1"))
+    stub.responders["/validate"] = deny("not now")
+    custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1", propagation_policy="Foreground")
+    widgets.settle()
+    stuck = widgets.get(API_VERSION, PLURAL, "w1", "default")
+    assert stuck is not None
+    assert stuck["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert widgets.gc_failures() == {
+        f"{PLURAL}.{GROUP}/default/w1": 'admission webhook "deny.example.com" denied the request: not now'
+    }
+    # No write happens anywhere: the collector comes back on its own, backing off between attempts.
+    stub.responders["/validate"] = allow
+    deadline = time.monotonic() + 5
+    while widgets.get(API_VERSION, PLURAL, "w1", "default") is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert widgets.get(API_VERSION, PLURAL, "w1", "default") is None
+    assert widgets.gc_failures() == {}
+
+
+def test_the_garbage_collectors_deletion_of_a_dependent_is_a_delete_webhooks_see(
+    custom: Any, widgets: FakeApiServer, stub: WebhookStub
+) -> None:
+    rule = dict(WIDGET_RULE, operations=["DELETE"])
+    configure(widgets, stub, "ValidatingWebhookConfiguration", "watch.example.com", path="/validate", rules=[rule])
+    owner = create(custom, widget("owner"))
+    child = widget("child")
+    owner_ref = {"apiVersion": API_VERSION, "kind": "Widget", "name": "owner", "uid": owner["metadata"]["uid"]}
+    child["metadata"]["ownerReferences"] = [owner_ref]
+    create(custom, child)
+    custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "owner")
+    widgets.settle()
+    assert widgets.get(API_VERSION, PLURAL, "child", "default") is None
+    by_name = {request["name"]: request for _, request in stub.received}
+    assert by_name["child"]["operation"] == "DELETE"
+    assert by_name["child"]["userInfo"]["username"] == GC_USER
+    assert by_name["owner"]["userInfo"]["username"] != GC_USER

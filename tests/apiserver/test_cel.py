@@ -143,3 +143,69 @@ def test_crd_rules_over_budget_are_refused() -> None:
     root["properties"]["spec"]["properties"]["names"].update({"maxItems": 10})
     root["properties"]["spec"]["properties"]["names"]["items"]["maxLength"] = 64
     assert schema.check_rule_costs(root, "x") == []
+
+
+def test_optional_old_self() -> None:
+    rule = "!has(self.x) || (oldSelf.hasValue() && has(oldSelf.value().x))"
+    assert run(rule, {"x": 1}, cel.NONE) is False
+    assert run(rule, {"x": 1}, cel.OptionalValue(True, {"x": 2})) is True
+    assert run(rule, {"x": 1}, cel.OptionalValue(True, {})) is False
+    assert run(rule, {}, cel.NONE) is True
+    assert run("oldSelf.orValue(3) == 3", {}, cel.NONE) is True
+    assert run("oldSelf.orValue(3) == 4", {}, cel.OptionalValue(True, 4)) is True
+    with pytest.raises(cel.CelEvalError, match=r"optional.none\(\) dereference"):
+        run("oldSelf.value() == 1", 1, cel.NONE)
+    with pytest.raises(cel.CelEvalError, match="no such overload"):
+        run("oldSelf.hasValue()", 1, 1)  # not an optional: the rule lacks optionalOldSelf
+    with pytest.raises(cel.CelSyntaxError):
+        cel.compile_rule("oldSelf.value(1)")
+
+
+def test_equality_never_holds_over_free_form_values() -> None:
+    """kube-apiserver v1.36.2 evaluated `oldSelf == self` false for an unchanged value holding a subtree
+    declared x-kubernetes-preserve-unknown-fields; plain values compare as usual."""
+    free = cel.FreeForm({"a": 1})
+    assert run("self == oldSelf", {"b": free}, {"b": cel.FreeForm({"a": 1})}) is False
+    assert run("self != oldSelf", {"b": free}, {"b": cel.FreeForm({"a": 1})}) is True
+    assert run("self.c == oldSelf.c", {"b": free, "c": [1]}, {"b": free, "c": [1]}) is True
+
+
+FREE_FORM = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def test_free_form_view_marks_preserved_maps_at_any_depth() -> None:
+    root = {
+        "type": "object",
+        "properties": {
+            "plain": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"cfg": FREE_FORM}},
+            },
+        },
+    }
+    view = schema.free_form_view({"plain": {"n": 1}, "items": [{"cfg": {"k": {"deep": 1}}}]}, root)
+    assert not cel.contains_free_form(view["plain"])
+    assert isinstance(view["items"][0]["cfg"], cel.FreeForm)
+    assert cel.contains_free_form(view["items"])
+
+
+def _rule_schema(rule: dict[str, Any]) -> dict[str, Any]:
+    spec = {"type": "object", "properties": {"x": {"type": "integer"}}, "x-kubernetes-validations": [rule]}
+    return {"type": "object", "properties": {"spec": spec}}
+
+
+def test_optional_old_self_rules_run_on_create_and_plain_transition_rules_do_not() -> None:
+    plain = _rule_schema({"rule": "!has(self.x) || has(oldSelf.x)", "message": "no new x"})
+    optional = _rule_schema(
+        {
+            "rule": "!has(self.x) || (oldSelf.hasValue() && has(oldSelf.value().x))",
+            "message": "no new x",
+            "optionalOldSelf": True,
+        }
+    )
+    refused = ["spec: Invalid value: no new x"]
+    assert schema.validate({"spec": {"x": 1}}, plain, None) == []
+    assert [str(e) for e in schema.validate({"spec": {"x": 1}}, optional, None)] == refused
+    assert schema.validate({"spec": {"x": 1}}, optional, {"spec": {"x": 2}}) == []
+    assert [str(e) for e in schema.validate({"spec": {"x": 1}}, optional, {"spec": {}})] == refused

@@ -54,21 +54,34 @@ What it emulates (pinned by tests/apiserver/):
   (type, enum, bounds, lengths, pattern, required, items/properties counts, list-type set/map
   uniqueness, allOf/anyOf/oneOf/not) with kube-apiserver's messages, and CEL `x-kubernetes-validations`
   for the subset in `cel.py` (has, size, equality/comparison, boolean logic, `self`/`oldSelf` transition
-  rules, all/exists/exists_one/map/filter) with `message`, `reason` and `fieldPath`. CRDs whose rules
-  are estimated over the CEL cost budget are refused (approximate estimate; see below).
+  rules, `optionalOldSelf` with hasValue/value/orValue, all/exists/exists_one/map/filter) with `message`,
+  `reason` and `fieldPath`. Validation runs on every write: metadata-only updates, status-subresource
+  writes (OpenAPI schema of `status` only, CEL rules on the whole object, as the status strategy does) and
+  the garbage collector's. Transition rules run only where the old value correlates (map keys, list-type
+  map items), except with `optionalOldSelf` (then also on create, `oldSelf` none). Updates are ratcheted
+  like v1.36: an OpenAPI error or a failed rule without `oldSelf` is spared (a rule failure as a warning)
+  when the value at its node — or at the nearest correlatable node above it — is unchanged; a value
+  holding an `x-kubernetes-preserve-unknown-fields` subtree never counts as unchanged, and CEL equality
+  over one is false (both as observed on v1.36.2). CRDs whose rules are estimated over the CEL cost budget
+  are refused (approximate estimate; see below), as are `oldSelf` below an atomic or set list ("oldSelf
+  cannot be used on the uncorrelatable portion of the schema within ...") and `optionalOldSelf` on a rule
+  without `oldSelf`.
 - Deletion: finalizers and deletionTimestamp (+ generation bump), deletion once the last finalizer is
   removed, preconditions, propagationPolicy Background / Foreground / Orphan, ownerReference garbage
   collection like kube-controller-manager (dependents whose owners are all gone are deleted, dangling
-  references removed when another owner lives), namespace deletion deleting its content, CRD deletion
-  deleting its custom resources. DELETE answers like the real registry: the object for pods and
-  namespaces, a `Status` (Success) for custom resources and other kinds deleted at once, the object with
-  deletionTimestamp when finalizers hold it.
+  references removed when another owner lives) whose writes are requests through admission webhooks and
+  validation as `system:serviceaccount:kube-system:generic-garbage-collector` (DELETE with a uid
+  precondition; JSON merge patches for ownerReferences and for removing `orphan`/`foregroundDeletion`), so
+  an object validation refuses stays terminating, retried with backoff (`gc_failures()` says why);
+  namespace deletion deleting its content, CRD deletion deleting its custom resources. DELETE answers like
+  the real registry: the object for pods and namespaces, a `Status` (Success) for custom resources and
+  other kinds deleted at once, the object with deletionTimestamp when finalizers hold it.
 - Admission webhooks from stored Mutating/ValidatingWebhookConfigurations over HTTPS with caBundle
   verification (service references routed with `route_service`, or `clientConfig.url`), rules,
   namespace/object selectors, JSON patches, failurePolicy, timeoutSeconds, sideEffects on dry runs,
   denials worded `admission webhook "<name>" denied the request: <message>`.
 - Test hooks: `faults` (fail / delay / reset the next N matching requests), `close_watches`,
-  `stall_watches`, `expire_history`, `requests` (log with per-verb counts), `settle()`.
+  `stall_watches`, `expire_history`, `requests` (log with per-verb counts), `settle()`, `gc_failures()`.
 
 What it does NOT emulate (do not rely on it against the fake):
 - Authentication and authorization (any or no token is accepted; RBAC is not checked); the userInfo
@@ -81,15 +94,15 @@ What it does NOT emulate (do not rely on it against the fake):
 - Built-in kinds beyond the list above, and most of their defaulting/validation (pods get a few defaults
   and a Pending status; no scheduler, kubelet, services, deployments...). Built-in kinds are pruned only at
   the top level and in metadata.
-- CEL beyond the subset (string/regex/time functions, optionals, messageExpression, CEL in webhook
-  matchConditions or ValidatingAdmissionPolicy): such rules are ignored, not guessed. The CEL cost
+- CEL beyond the subset (string/regex/time functions, optionals other than `oldSelf`'s, messageExpression,
+  CEL in webhook matchConditions or ValidatingAdmissionPolicy): such rules are ignored, not guessed. The CEL cost
   estimate is approximate: it refuses rules that compare or loop over unbounded strings/lists/maps, but
   its numbers differ from the real estimator's.
 - CRD schema checks are partial (types present, list-map keys, one storage version, names); default
   values are not validated at CRD creation; conversion webhooks are not supported.
 - Mutating webhook reinvocation (`reinvocationPolicy: IfNeeded`), matchConditions, admission
   review v1beta1, webhook client certificates; the wording of transport errors is approximate.
-- Writes by the garbage collector, namespace and CRD finalizers skip admission webhooks.
+- Writes by the namespace and CRD finalizers skip admission webhooks and validation.
 - resourceVersion semantics on GET/LIST (always the latest state), `resourceVersionMatch`, consistent
   pagination snapshots (continue tokens resume by key, not from a snapshot), watch-cache progress
   notifications, graceful pod deletion (pods are deleted at once), server-side apply's cap of ten

@@ -60,6 +60,7 @@ class Attributes:
     old: Obj | None
     dry_run: bool
     options: Obj
+    user_info: Obj | None = None  # None: AdmissionSettings.user_info
 
 
 @dataclass
@@ -205,7 +206,7 @@ class Admission:
         request.update(
             {
                 "operation": attrs.operation,
-                "userInfo": self.settings.user_info,
+                "userInfo": attrs.user_info or self.settings.user_info,
                 "object": obj,
                 "oldObject": attrs.old,
                 "dryRun": attrs.dry_run,

@@ -3,12 +3,19 @@
 Supported: the variables `self` and `oldSelf`; field selection (`self.a.b`, `self['a-b']`); indexing of
 lists and maps; `has(self.a.b)`; `size(x)` and `x.size()`; `x in list` / `k in map`; the macros
 `all`, `exists`, `exists_one`, `map` and `filter`; literals (strings, integers, floats, true, false, null,
-lists); `!`, unary `-`, `==`, `!=`, `<`, `<=`, `>`, `>=`, `+`, `-`, `&&`, `||` and `? :`. This covers the
-shapes our CRDs use: `!has(self.x)`, `self == oldSelf`, `has(self.a) != has(self.b)`,
-`!has(oldSelf.x) || has(self.x)`, `size(self.x) > 0`, `self.all(x, self.exists_one(y, y.name == x.name))`.
+lists); `!`, unary `-`, `==`, `!=`, `<`, `<=`, `>`, `>=`, `+`, `-`, `&&`, `||` and `? :`; and the optional
+`oldSelf` of rules with `optionalOldSelf: true` (`oldSelf.hasValue()`, `oldSelf.value()`,
+`oldSelf.orValue(x)`). This covers the shapes our CRDs use: `!has(self.x)`, `self == oldSelf`,
+`has(self.a) != has(self.b)`, `!has(oldSelf.x) || has(self.x)`, `size(self.x) > 0`,
+`self.all(x, self.exists_one(y, y.name == x.name))`,
+`!has(self.x) || (oldSelf.hasValue() && has(oldSelf.value().x))`.
 
-Anything else (string functions, `matches`, timestamps, optionals, `messageExpression`, ...) does not
-parse; such a rule is *ignored* by the fake (see tests/fakeapi/__init__.py), never guessed at.
+Equality follows what kube-apiserver v1.36 did, not the CEL specification: a value that holds a subtree
+declared `x-kubernetes-preserve-unknown-fields` (a `FreeForm` map here) never equals anything, not even an
+unchanged copy of itself, so `oldSelf == self` over such a value is false.
+
+Anything else (string functions, `matches`, timestamps, `optional.of`, `.?x`, `messageExpression`, ...) does
+not parse; such a rule is *ignored* by the fake (see tests/fakeapi/__init__.py), never guessed at.
 """
 
 from __future__ import annotations
@@ -29,6 +36,31 @@ class CelSyntaxError(ValueError):
 
 class CelEvalError(ValueError):
     """The rule failed at run time (for example `no such key: x`)."""
+
+
+@dataclass(frozen=True)
+class OptionalValue:
+    """A CEL optional: `oldSelf` of a rule with `optionalOldSelf: true`."""
+
+    present: bool
+    value: Any = None
+
+
+NONE: Final = OptionalValue(False)
+
+
+class FreeForm(dict[str, Any]):
+    """A map whose schema says `x-kubernetes-preserve-unknown-fields`: CEL equality never holds over it."""
+
+
+def contains_free_form(value: Any) -> bool:
+    if isinstance(value, FreeForm):
+        return True
+    if isinstance(value, dict):
+        return any(contains_free_form(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_free_form(v) for v in value)
+    return False
 
 
 _TOKEN_RE: Final = re.compile(
@@ -74,6 +106,8 @@ def _unquote(text: str) -> str:
 # AST nodes are tuples: (op, *operands).
 Node = tuple[Any, ...]
 _MACROS: Final = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# Methods of optionals -> how many arguments they take.
+_OPTIONAL_METHODS: Final = {"hasValue": 0, "value": 0, "orValue": 1}
 
 
 class _Parser:
@@ -160,6 +194,11 @@ class _Parser:
                     if name.text == "size":
                         self.take(")")
                         node = ("size", node)
+                    elif name.text in _OPTIONAL_METHODS:
+                        arguments = self.expressions(until=")")
+                        if len(arguments) != _OPTIONAL_METHODS[name.text]:
+                            raise CelSyntaxError(f"{name.text}() takes {_OPTIONAL_METHODS[name.text]} argument(s)")
+                        node = ("optional", name.text, node, *arguments)
                     elif name.text in _MACROS:
                         variable = self.take()
                         if variable.kind != "ident":
@@ -182,6 +221,17 @@ class _Parser:
             else:
                 return node
 
+    def expressions(self, *, until: str) -> list[Node]:
+        """A comma-separated list of expressions and its closing token (list literals, call arguments)."""
+        found: list[Node] = []
+        while self.peek().text != until:
+            found.append(self.conditional())
+            if self.peek().text != ",":
+                break
+            self.take(",")
+        self.take(until)
+        return found
+
     def primary(self) -> Node:
         token = self.take()
         if token.kind == "int":
@@ -195,14 +245,7 @@ class _Parser:
             self.take(")")
             return node
         if token.text == "[":
-            items: list[Node] = []
-            while self.peek().text != "]":
-                items.append(self.conditional())
-                if self.peek().text != ",":
-                    break
-                self.take(",")
-            self.take("]")
-            return ("list", *items)
+            return ("list", *self.expressions(until="]"))
         if token.kind == "ident":
             if token.text in ("true", "false"):
                 return ("lit", token.text == "true")
@@ -288,6 +331,8 @@ def _type_name(value: Any) -> str:
         return "string"
     if isinstance(value, list):
         return "list"
+    if isinstance(value, OptionalValue):
+        return "optional_type"
     return "map"
 
 
@@ -320,6 +365,8 @@ def evaluate(node: Node, variables: dict[str, Any]) -> Any:
         raise CelEvalError("no such overload")
     if op == "macro":
         return _macro(node, variables)
+    if op == "optional":
+        return _optional(node, variables)
     if op == "has":
         _, target_node, field_name = node[1]
         target = evaluate(target_node, variables)
@@ -367,6 +414,20 @@ def evaluate(node: Node, variables: dict[str, Any]) -> Any:
     raise CelSyntaxError(f"unknown operator {op}")
 
 
+def _optional(node: Node, variables: dict[str, Any]) -> Any:
+    _, method, target_node, *arguments = node
+    target = evaluate(target_node, variables)
+    if not isinstance(target, OptionalValue):
+        raise CelEvalError("no such overload")
+    if method == "hasValue":
+        return target.present
+    if method == "value":
+        if not target.present:
+            raise CelEvalError("optional.none() dereference")
+        return target.value
+    return target.value if target.present else evaluate(arguments[0], variables)
+
+
 def _logic(op: str, node: Node, variables: dict[str, Any]) -> bool:
     # CEL's && and || are commutative with respect to errors: an error on one side is absorbed when the
     # other side decides the result.
@@ -390,6 +451,8 @@ def _logic(op: str, node: Node, variables: dict[str, Any]) -> bool:
 
 
 def _equal(left: Any, right: Any) -> bool:
+    if contains_free_form(left) or contains_free_form(right):
+        return False
     numbers = (int, float)
     left_number = isinstance(left, numbers) and not isinstance(left, bool)
     right_number = isinstance(right, numbers) and not isinstance(right, bool)
@@ -397,6 +460,8 @@ def _equal(left: Any, right: Any) -> bool:
         return bool(left == right)
     if _type_name(left) != _type_name(right) and not (left is None or right is None):
         raise CelEvalError("no such overload")
+    if isinstance(left, OptionalValue) and isinstance(right, OptionalValue):
+        return left.present == right.present and (not left.present or _equal(left.value, right.value))
     return json_equal(left, right)
 
 
@@ -490,6 +555,8 @@ def _schema_at(node: Node, env: dict[str, Obj | None]) -> Obj | None:
             return found
         extra = parent.get("additionalProperties")
         return extra if isinstance(extra, dict) else None
+    if node[0] == "optional" and node[1] in ("value", "orValue"):
+        return _schema_at(node[2], env)
     if node[0] == "index":
         parent = _schema_at(node[1], env)
         if parent is None:

@@ -95,6 +95,7 @@ def validate_crd(crd: Obj, old: Obj | None) -> list[FieldError]:
             errs.append(e.required(schema_path, "schemas are required"))
             continue
         errs.extend(_structural_errors(open_api, schema_path, root=True))
+        errs.extend(schema.check_rule_placement(open_api, schema_path))
         errs.extend(schema.check_rule_costs(open_api, schema_path))
     if old is not None:
         old_spec = old.get("spec") or {}

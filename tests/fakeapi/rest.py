@@ -51,7 +51,8 @@ class Request:
     field_validation: str = "Warn"
     force: bool | None = None
     warnings: list[str] = field(default_factory=list)
-    skip_admission: bool = False  # internal writes (test helpers, controllers) bypass webhooks
+    skip_admission: bool = False  # internal writes (test helpers, some controllers) bypass webhooks
+    user_info: Obj | None = None  # who webhooks are told is asking (None: AdmissionSettings.user_info)
 
     @property
     def scope(self) -> managed.Scope:
@@ -232,11 +233,13 @@ class Registry:
     async def _mutate(self, req: Request, attrs: Attributes, *, normalize: Callable[[Obj], Obj]) -> Outcome:
         if req.skip_admission:
             return Outcome(attrs.obj)
+        attrs.user_info = req.user_info
         return await self.admission.mutate(attrs, normalize=normalize)
 
     async def _admit(self, req: Request, attrs: Attributes) -> Outcome:
         if req.skip_admission:
             return Outcome(attrs.obj)
+        attrs.user_info = req.user_info
         return await self.admission.validate(attrs)
 
     # ---- reads ----------------------------------------------------------------------------------------
@@ -438,7 +441,11 @@ class Registry:
             return []
         served = self.external(req.res, req.version, stored)
         old_served = self.external(req.res, req.version, old) if old is not None else None
-        return schema.validate(served, open_api, old_served)
+        # A status write is validated against the status schema only, but CEL rules run on the whole object.
+        scope = "status" if req.subresource == "status" else None
+        outcome = schema.check(served, open_api, old_served, openapi_scope=scope)
+        req.warnings.extend(outcome.warnings)
+        return outcome.errors
 
     # ---- update -------------------------------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ Follows apiextensions-apiserver: unknown fields are pruned (reported as warnings
 `fieldValidation=Strict`, as an error), `null` in a non-nullable field is dropped before defaults are
 applied, defaults apply top-down, and validation errors are converted the way
 `kubeOpenAPIResultToFieldErrors` converts go-openapi results.
+
+Updates are ratcheted like kube-apiserver v1.36 (CRDValidationRatcheting, GA): see `Validator`.
 """
 
 from __future__ import annotations
@@ -142,13 +144,59 @@ def _default_value(value: Any, schema: Obj) -> None:
 # ---- OpenAPI validation -----------------------------------------------------------------------------
 
 
+# Where an error comes from decides whether ratcheting may spare it.
+_OPENAPI: Final = "openapi"  # an OpenAPI keyword: spared on an unchanged value, dropped outside the scope
+_RULE: Final = "rule"  # a failed CEL rule without oldSelf: spared (as a warning) on an unchanged value
+_ALWAYS: Final = "always"  # a failed transition rule or a CEL runtime error: never spared
+
+
 @dataclass
 class Validator:
-    """Validates one object against a structural schema (and CEL rules), collecting field errors."""
+    """Validates one object against a structural schema (and CEL rules), collecting field errors.
+
+    With an old object (an update), errors are ratcheted like kube-apiserver v1.36 does: an OpenAPI error, or a
+    failed CEL rule that does not use `oldSelf`, is spared when the value at its node is unchanged — for a
+    node that cannot be correlated with the old object (an item of an atomic or set list), when the nearest
+    node above it that can be is unchanged. A spared rule failure becomes a warning; a spared OpenAPI error
+    disappears. Transition rules (`oldSelf`) and CEL runtime errors are never spared.
+
+    "Unchanged" is what the real server computed, not what one would expect: a value holding a subtree
+    declared `x-kubernetes-preserve-unknown-fields` (a `cel.FreeForm` map) never counts as unchanged, so
+    ratcheting never spares a rule at such a node or above it (v1.36.2 refused a label change of an object
+    whose stored `behavior` broke a rule on its `autoscalingPolicy`).
+
+    `openapi_scope` limits OpenAPI validation to one top-level field (`status` for a status-subresource write,
+    as the status strategy validates only the status schema); CEL rules run on the whole object regardless.
+    """
 
     errors: list[FieldError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    openapi_scope: str | None = None
+    _unchanged: bool = False
+    _in_scope: bool = True
 
     def value(self, value: Any, schema: Obj, path: str, old: Any, has_old: bool) -> None:
+        outer = (self._unchanged, self._in_scope)
+        if has_old:
+            # An unchanged parent means an unchanged (correlated) child; otherwise compare.
+            self._unchanged = self._unchanged or _unchanged(value, old)
+        # Without a correlated old value the nearest correlatable ancestor decides (kept as is).
+        self._in_scope = self.openapi_scope is None or _within(path, self.openapi_scope)
+        try:
+            self._node(value, schema, path, old, has_old)
+        finally:
+            self._unchanged, self._in_scope = outer
+
+    def _add(self, err: FieldError, source: str = _OPENAPI) -> None:
+        if source == _OPENAPI and not self._in_scope:
+            return
+        if source != _ALWAYS and self._unchanged:
+            if source == _RULE:
+                self.warnings.append(str(err))
+            return
+        self.errors.append(err)
+
+    def _node(self, value: Any, schema: Obj, path: str, old: Any, has_old: bool) -> None:
         if value is None:
             if schema.get("nullable"):
                 return
@@ -173,7 +221,7 @@ class Validator:
     def _type_error(self, path: str, value: Any, expected: str) -> None:
         actual = json_type(value)
         message = f"{path} in body must be of type {expected}: {e.go_quote(actual)}"
-        self.errors.append(e.type_invalid(path, actual, message))
+        self._add(e.type_invalid(path, actual, message))
 
     def _check_type(self, value: Any, schema: Obj, path: str) -> bool:
         if schema.get("x-kubernetes-int-or-string"):
@@ -195,51 +243,51 @@ class Validator:
         if allowed is None or any(json_equal(value, a) for a in allowed):
             return
         shown = [a if isinstance(a, str) else _json_text(a) for a in allowed]
-        self.errors.append(e.not_supported(path, value, shown))
+        self._add(e.not_supported(path, value, shown))
 
     def _check_string(self, value: str, schema: Obj, path: str) -> None:
         max_length = schema.get("maxLength")
         if isinstance(max_length, int) and len(value) > max_length:
-            self.errors.append(e.too_long(path, max_length))
+            self._add(e.too_long(path, max_length))
         min_length = schema.get("minLength")
         if isinstance(min_length, int) and len(value) < min_length:
-            self.errors.append(e.invalid(path, value, f"{path} in body should be at least {min_length} chars long"))
+            self._add(e.invalid(path, value, f"{path} in body should be at least {min_length} chars long"))
         pattern = schema.get("pattern")
         if isinstance(pattern, str) and not re.search(pattern, value):
-            self.errors.append(e.invalid(path, value, f"{path} in body should match '{pattern}'"))
+            self._add(e.invalid(path, value, f"{path} in body should match '{pattern}'"))
 
     def _check_number(self, value: float, schema: Obj, path: str) -> None:
         maximum = schema.get("maximum")
         if isinstance(maximum, (int, float)):
             if schema.get("exclusiveMaximum") and value >= maximum:
-                self.errors.append(e.invalid(path, value, f"{path} in body should be less than {_number(maximum)}"))
+                self._add(e.invalid(path, value, f"{path} in body should be less than {_number(maximum)}"))
             elif value > maximum:
-                self.errors.append(
+                self._add(
                     e.invalid(path, value, f"{path} in body should be less than or equal to {_number(maximum)}")
                 )
         minimum = schema.get("minimum")
         if isinstance(minimum, (int, float)):
             if schema.get("exclusiveMinimum") and value <= minimum:
-                self.errors.append(e.invalid(path, value, f"{path} in body should be greater than {_number(minimum)}"))
+                self._add(e.invalid(path, value, f"{path} in body should be greater than {_number(minimum)}"))
             elif value < minimum:
-                self.errors.append(
+                self._add(
                     e.invalid(path, value, f"{path} in body should be greater than or equal to {_number(minimum)}")
                 )
         multiple = schema.get("multipleOf")
         if isinstance(multiple, (int, float)) and multiple > 0:
             quotient = value / multiple
             if not math.isclose(quotient, round(quotient), rel_tol=0, abs_tol=1e-9):
-                self.errors.append(
+                self._add(
                     e.invalid(path, value, f"{path} in body should be a multiple of {_number(multiple)}")
                 )
 
     def _check_array(self, value: list[Any], schema: Obj, path: str, old: Any, has_old: bool) -> None:
         max_items = schema.get("maxItems")
         if isinstance(max_items, int) and len(value) > max_items:
-            self.errors.append(e.too_many(path, len(value), max_items))
+            self._add(e.too_many(path, len(value), max_items))
         min_items = schema.get("minItems")
         if isinstance(min_items, int) and len(value) < min_items:
-            self.errors.append(e.invalid(path, len(value), f"{path} in body should have at least {min_items} items"))
+            self._add(e.invalid(path, len(value), f"{path} in body should have at least {min_items} items"))
         items = schema.get("items")
         list_type = schema.get("x-kubernetes-list-type")
         keys = schema.get("x-kubernetes-list-map-keys") or []
@@ -269,7 +317,7 @@ class Validator:
             fields = schema.get("x-kubernetes-list-map-keys") or []
             for index, item in enumerate(value):
                 if item is not None and not isinstance(item, dict):
-                    self.errors.append(
+                    self._add(
                         e.invalid(index_path(path, index), item, "must be an object for an array of list-type map")
                     )
                     return
@@ -285,23 +333,24 @@ class Validator:
             previous, times = seen[found]
             seen[found] = (previous, times + 1)
             if times == 1:
-                self.errors.append(e.duplicate(index_path(path, index), key))
+                self._add(e.duplicate(index_path(path, index), key))
 
     def _check_object(self, value: Obj, schema: Obj, path: str, old: Any, has_old: bool) -> None:
         max_props = schema.get("maxProperties")
         if isinstance(max_props, int) and len(value) > max_props:
-            self.errors.append(e.too_many(path, len(value), max_props))
+            self._add(e.too_many(path, len(value), max_props))
         min_props = schema.get("minProperties")
         if isinstance(min_props, int) and len(value) < min_props:
-            self.errors.append(
+            self._add(
                 e.invalid(path, len(value), f"{path} in body should have at least {min_props} properties")
             )
         for name in schema.get("required") or []:
             if name not in value:
-                self.errors.append(e.required(child_path(path, name), ""))
+                self._add(e.required(child_path(path, name), ""))
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
-        old_map = old if isinstance(old, dict) and schema.get("x-kubernetes-map-type") != "atomic" else None
+        # Maps correlate by key whatever their x-kubernetes-map-type (apiextensions' MapIsCorrelatable).
+        old_map = old if isinstance(old, dict) else None
         for key in sorted(value):
             if path == "" and key in ("apiVersion", "kind", "metadata"):
                 continue
@@ -313,17 +362,22 @@ class Validator:
                 self.value(value[key], extra, key_path(path, key) if path else key, sub_old, sub_has_old)
 
     def _check_combinators(self, value: Any, schema: Obj, path: str) -> None:
-        for sub in schema.get("allOf") or []:
-            self.value(value, _nested(sub, schema), path, None, False)
+        unchanged = self._unchanged
+        self._unchanged = False  # errors under allOf are not ratcheted
+        try:
+            for sub in schema.get("allOf") or []:
+                self.value(value, _nested(sub, schema), path, None, False)
+        finally:
+            self._unchanged = unchanged
         any_of = schema.get("anyOf")
         if any_of and not any(_valid(value, _nested(sub, schema), path) for sub in any_of):
-            self.errors.append(e.invalid(path, e.OMIT, f"{path} in body must validate at least one schema (anyOf)"))
+            self._add(e.invalid(path, e.OMIT, f"{path} in body must validate at least one schema (anyOf)"))
         one_of = schema.get("oneOf")
         if one_of and sum(_valid(value, _nested(sub, schema), path) for sub in one_of) != 1:
-            self.errors.append(e.invalid(path, e.OMIT, f"{path} in body must validate one and only one schema (oneOf)"))
+            self._add(e.invalid(path, e.OMIT, f"{path} in body must validate one and only one schema (oneOf)"))
         not_schema = schema.get("not")
         if isinstance(not_schema, dict) and _valid(value, _nested(not_schema, schema), path):
-            self.errors.append(e.invalid(path, e.OMIT, f"{path} in body must not validate the schema (not)"))
+            self._add(e.invalid(path, e.OMIT, f"{path} in body must not validate the schema (not)"))
 
     def _check_rules(self, value: Any, schema: Obj, path: str, old: Any, has_old: bool) -> None:
         rules = schema.get("x-kubernetes-validations")
@@ -339,9 +393,13 @@ class Validator:
         except cel.CelSyntaxError:
             return  # outside the supported subset: ignored (documented in __init__)
         transition = cel.uses_old_self(program)
-        if transition and not has_old:
-            return
-        variables = {"self": value, "oldSelf": old}
+        optional_old_self = rule.get("optionalOldSelf") is True
+        if transition and not has_old and not optional_old_self:
+            return  # transition rules run only where an old value correlates, unless optionalOldSelf
+        old_self: Any = old
+        if optional_old_self:
+            old_self = cel.OptionalValue(True, old) if has_old else cel.NONE
+        variables = {"self": value, "oldSelf": old_self}
         message = str(rule.get("message", "")).strip()
         shown = message or source.strip()
         node_type = _schema_type(schema) or "object"
@@ -356,7 +414,7 @@ class Validator:
                 )
             else:
                 detail = f"{text} evaluating rule: {shown}"
-            self.errors.append(e.invalid(path, node_type, detail))
+            self._add(e.invalid(path, node_type, detail), _ALWAYS)
             return
         if result is True:
             return
@@ -368,14 +426,15 @@ class Validator:
         detail = message or f"failed rule: {source.strip()}"
         shown_value: Any = e.OMIT if node_type in ("object", "array") else value
         reason = rule.get("reason")
+        source = _ALWAYS if transition else _RULE
         if reason == "FieldValueForbidden":
-            self.errors.append(e.forbidden(field_path, detail))
+            self._add(e.forbidden(field_path, detail), source)
         elif reason == "FieldValueRequired":
-            self.errors.append(e.required(field_path, detail))
+            self._add(e.required(field_path, detail), source)
         elif reason == "FieldValueDuplicate":
-            self.errors.append(e.duplicate(field_path, shown_value))
+            self._add(e.duplicate(field_path, shown_value), source)
         else:
-            self.errors.append(e.invalid(field_path, shown_value, detail))
+            self._add(e.invalid(field_path, shown_value, detail), source)
 
 
 def _schema_type(schema: Obj) -> str:
@@ -410,11 +469,41 @@ def _map_key(item: Obj, keys: list[str]) -> str:
     return _json_text({k: item.get(k) for k in keys})
 
 
+def _unchanged(value: Any, old: Any) -> bool:
+    return not cel.contains_free_form(value) and json_equal(value, old)
+
+
+def _within(path: str, scope: str) -> bool:
+    return path == scope or path.startswith((scope + ".", scope + "["))
+
+
+def free_form_view(value: Any, schema: Obj) -> Any:
+    """A copy of a value in which every map declared `x-kubernetes-preserve-unknown-fields` is a `cel.FreeForm`."""
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        copied = {}
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            copied[key] = free_form_view(item, sub) if isinstance(sub, dict) else item
+        return cel.FreeForm(copied) if schema.get("x-kubernetes-preserve-unknown-fields") else copied
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [free_form_view(item, items) if isinstance(items, dict) else item for item in value]
+    return value
+
+
+def check(obj: Obj, schema: Obj, old: Obj | None, *, openapi_scope: str | None = None) -> Validator:
+    """OpenAPI and CEL validation of a whole custom resource (metadata is validated elsewhere), ratcheted
+    against `old` on an update; the result holds the errors and the warnings of spared rule failures."""
+    validator = Validator(openapi_scope=openapi_scope)
+    old_view = free_form_view(old, schema) if old is not None else None
+    validator.value(free_form_view(obj, schema), schema, "", old_view, old is not None)
+    return validator
+
+
 def validate(obj: Obj, schema: Obj, old: Obj | None) -> list[FieldError]:
-    """OpenAPI and CEL validation of a whole custom resource (metadata is validated elsewhere)."""
-    validator = Validator()
-    validator.value(obj, schema, "", old, old is not None)
-    return validator.errors
+    return check(obj, schema, old).errors
 
 
 # ---- CRD-time checks ----------------------------------------------------------------------------------
@@ -484,4 +573,48 @@ def check_rule_costs(schema: Obj, path: str) -> list[FieldError]:
                 "maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
             )
         )
+    return errs
+
+
+def check_rule_placement(schema: Obj, path: str, uncorrelatable: str | None = None) -> list[FieldError]:
+    """Refuse `oldSelf` where no old value can be correlated (below a list that is not a list-type map), and
+    `optionalOldSelf` on a rule that does not use `oldSelf`, with apiextensions' messages."""
+    errs: list[FieldError] = []
+    for index, rule in enumerate(schema.get("x-kubernetes-validations") or []):
+        source = str(rule.get("rule", ""))
+        try:
+            program = cel.compile_rule(source)
+        except cel.CelSyntaxError:
+            continue
+        rule_path = f"{path}.x-kubernetes-validations[{index}]"
+        if cel.uses_old_self(program):
+            if uncorrelatable is not None:
+                errs.append(
+                    e.invalid(
+                        f"{rule_path}.rule",
+                        source,
+                        f"oldSelf cannot be used on the uncorrelatable portion of the schema within {uncorrelatable}",
+                    )
+                )
+        elif "optionalOldSelf" in rule:
+            errs.append(
+                e.invalid(
+                    f"{rule_path}.optionalOldSelf",
+                    rule["optionalOldSelf"],
+                    "may not be set if oldSelf is not used in rule",
+                )
+            )
+    for name, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict):
+            errs.extend(check_rule_placement(prop, f"{path}.properties[{name}]", uncorrelatable))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        # Only list-type map items correlate; the first uncorrelatable list is the one named.
+        below = uncorrelatable
+        if below is None and schema.get("x-kubernetes-list-type") != "map":
+            below = path
+        errs.extend(check_rule_placement(items, f"{path}.items", below))
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        errs.extend(check_rule_placement(extra, f"{path}.additionalProperties", uncorrelatable))
     return errs

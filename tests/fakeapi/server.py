@@ -250,6 +250,15 @@ class FakeApiServer:
     async def asettle(self) -> None:
         await self.api.controllers.settle()
 
+    def gc_failures(self) -> dict[str, str]:
+        """`<storage key>/<namespace>/<name>` -> why the API refused the garbage collector's last write there."""
+        return self._on_loop(
+            lambda: {
+                f"{ref.storage_key}/{ref.namespace}/{ref.name}": message
+                for ref, message in self.api.controllers.failures.items()
+            }
+        )
+
     def expire_history(self) -> None:
         """Drop all watch history: a watch from any resourceVersion before now gets 410 Expired."""
         self._on_loop(lambda: self.api.hub.expire(self.api.store.rv))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 from collections.abc import Mapping
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -18,6 +19,7 @@ from modelbooster import crds as crds_cli
 from shared.crds import chart_files, crds
 from shared.schema import structural_problems
 from shared.unsupported import BEHAVIOR_DETAIL, PANIC_POLICY_DETAIL, RATE_LIMIT_DETAIL, TOPOLOGY_DETAIL
+from tests.fakeapi.schema import check_rule_costs, check_rule_placement
 from tests.unit.crd_support import crd_by_kind, openapi_schema, schema_at, walk_schema
 
 # libyaml's loader when present: the generated CRDs are over a megabyte of YAML.
@@ -214,28 +216,55 @@ def rules_at(schema: Mapping[str, Any], path: str) -> list[tuple[str, str, str, 
 
 
 def test_cel_rules_reject_every_unsupported_feature_with_the_webhook_message() -> None:
+    """Each is a presence-based transition rule: refused unless the old object had the field too."""
     schema = openapi_schema("ModelBooster")
     forbidden = "FieldValueForbidden"
-    assert rules_at(schema, "spec") == [("!has(self.rateLimit)", RATE_LIMIT_DETAIL, ".rateLimit", forbidden)]
+    rate_limit = "!has(self.rateLimit) || (oldSelf.hasValue() && has(oldSelf.value().rateLimit))"
+    assert rules_at(schema, "spec") == [(rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden)]
     assert rules_at(schema, "spec.backends[]") == [
-        ("!has(self.rateLimit)", RATE_LIMIT_DETAIL, ".rateLimit", forbidden),
-        ("!has(self.networkTopology)", TOPOLOGY_DETAIL, ".networkTopology", forbidden),
-        ("!has(self.topology)", TOPOLOGY_DETAIL, ".topology", forbidden),
+        (rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden),
+        (
+            "!has(self.networkTopology) || (oldSelf.hasValue() && has(oldSelf.value().networkTopology))",
+            TOPOLOGY_DETAIL,
+            ".networkTopology",
+            forbidden,
+        ),
+        (
+            "!has(self.topology) || (oldSelf.hasValue() && has(oldSelf.value().topology))",
+            TOPOLOGY_DETAIL,
+            ".topology",
+            forbidden,
+        ),
+        # A worker's field is checked on its backend: `workers` is an atomic list, where oldSelf is refused.
+        (
+            "!(has(self.workers) && self.workers.exists(w, has(w.networkTopology))) || (oldSelf.hasValue() && "
+            "has(oldSelf.value().workers) && oldSelf.value().workers.exists(w, has(w.networkTopology)))",
+            TOPOLOGY_DETAIL,
+            ".workers",
+            forbidden,
+        ),
     ]
-    assert rules_at(schema, "spec.backends[].workers[]") == [
-        ("!has(self.networkTopology)", TOPOLOGY_DETAIL, ".networkTopology", forbidden)
-    ]
+    assert rules_at(schema, "spec.backends[].workers[]") == []
     expected_policy_rules = [
         (
-            "!has(self.behavior) || !has(self.behavior.scaleUp) || !has(self.behavior.scaleUp.panicPolicy)",
+            "!has(self.behavior) || !has(self.behavior.scaleUp) || !has(self.behavior.scaleUp.panicPolicy) || "
+            "(oldSelf.hasValue() && has(oldSelf.value().behavior) && has(oldSelf.value().behavior.scaleUp) && "
+            "has(oldSelf.value().behavior.scaleUp.panicPolicy))",
             PANIC_POLICY_DETAIL,
             ".behavior.scaleUp.panicPolicy",
             forbidden,
         ),
-        ("!has(self.behavior)", BEHAVIOR_DETAIL, ".behavior", forbidden),
+        (
+            "!has(self.behavior) || (oldSelf.hasValue() && has(oldSelf.value().behavior))",
+            BEHAVIOR_DETAIL,
+            ".behavior",
+            forbidden,
+        ),
     ]
     assert rules_at(schema, "spec.autoscalingPolicy") == expected_policy_rules
     assert rules_at(schema, "spec.backends[].autoscalingPolicy") == expected_policy_rules
+    for _, node in walk_schema(schema):
+        assert all(rule["optionalOldSelf"] is True for rule in node.get("x-kubernetes-validations", []))
     # The messages are the ones docs/design/api.md §3 prescribes.
     assert RATE_LIMIT_DETAIL == (
         "rate limiting of the generated ModelRoute is not supported; manage a ModelRoute yourself"
@@ -245,6 +274,13 @@ def test_cel_rules_reject_every_unsupported_feature_with_the_webhook_message() -
     )
     assert BEHAVIOR_DETAIL == "behavior is not supported; create AutoscalingPolicy + Binding yourself"
     assert PANIC_POLICY_DETAIL.startswith("panicPolicy is not supported")
+
+
+def test_transition_rules_sit_where_kube_apiserver_can_correlate_old_values() -> None:
+    """oldSelf below a list that is not a list-type map makes kube-apiserver refuse the CRD."""
+    for definition in crds():
+        schema = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        assert check_rule_placement(schema, "openAPIV3Schema") == [], definition["metadata"]["name"]
 
 
 def test_every_cel_field_path_names_a_declared_field() -> None:
@@ -339,9 +375,12 @@ def cardinality(schema: Mapping[str, Any], path: str) -> float:
     return total
 
 
+LOOP = re.compile(r"\bself(?:\.([A-Za-z_]\w*))?\.(?:all|exists|exists_one)\(")
+
+
 def test_cel_rules_stay_within_the_cost_budget() -> None:
-    """Every list a rule sits in, and every map a rule compares, is bounded; otherwise the API server
-    estimates the cost from the request size limit and refuses the CRD."""
+    """Every list a rule sits in or loops over, and every map a rule compares, is bounded; otherwise
+    the API server estimates the cost from the request size limit and refuses the CRD."""
     for definition in crds():
         schema = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         for path, node in walk_schema(schema):
@@ -352,8 +391,10 @@ def test_cel_rules_stay_within_the_cost_budget() -> None:
             for rule in rules:
                 if "==" in rule["rule"] and node.get("type") == "object" and "additionalProperties" in node:
                     assert "maxProperties" in node, (path, rule)
-                if ".all(" in rule["rule"] or ".exists" in rule["rule"]:
-                    assert "maxItems" in node, (path, rule)
+                for looped in LOOP.findall(rule["rule"]):
+                    assert "maxItems" in (node["properties"][looped] if looped else node), (path, rule)
+        # The fake API server's estimate (per rule and for the whole CRD) refuses nothing either.
+        assert check_rule_costs(schema, "openAPIV3Schema") == [], definition["metadata"]["name"]
 
 
 def run_cli(*argv: str) -> tuple[int, str]:

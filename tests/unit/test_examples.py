@@ -70,6 +70,13 @@ EXPECTED_REJECTIONS: dict[str, tuple[list[str], bool]] = {
 }
 
 
+# Where the CRD's CEL rules print another line than the webhook: a worker's field is checked on its backend
+# (`workers` is an atomic list, where kube-apiserver refuses rules that compare with the old object).
+CEL_LINES: dict[str, list[str]] = {
+    "worker-network-topology.yaml": [f"spec.backends[0].workers: Forbidden: {TOPO}"],
+}
+
+
 def only_document(path: Path) -> dict[str, Any]:
     (document,) = load_documents(str(path))
     check_modelbooster_identity(document)
@@ -129,7 +136,7 @@ def test_invalid_examples_are_rejected_with_the_promised_message(path: Path) -> 
     assert undeclared_fields(document, schema) == []
     assert [error.render() for error in validate_modelbooster(apply_defaults(document).obj)] == expected
     if by_cel:
-        # With the webhook down, the API server's CEL rules print the very same lines.
-        assert sorted(cel_denials(document, schema)) == sorted(expected)
+        # With the webhook down, the API server's CEL rules print the same lines (but for CEL_LINES).
+        assert sorted(cel_denials(document, schema)) == sorted(CEL_LINES.get(path.name, expected))
     else:
         assert cel_denials(document, schema) == []
