@@ -46,6 +46,10 @@ def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
         for index, backend in enumerate(backends):
             if isinstance(backend, dict):
                 _default_backend(backend, path=f"spec.backends[{index}]", model_level=model_level, into=result)
+    single = spec.get("backend")
+    if isinstance(single, dict):
+        # Kthena v1.0's backend has only its workers to default (docs/design/api.md §8).
+        _default_workers(single, path="spec.backend", into=result)
     return result
 
 
@@ -54,6 +58,10 @@ def _default_backend(backend: dict[str, Any], *, path: str, model_level: bool, i
     if model_level:
         _set_absent(backend, "scaleToZeroGracePeriod", DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD)
     _default_policy(backend.get("autoscalingPolicy"))
+    _default_workers(backend, path=path, into=into)
+
+
+def _default_workers(backend: dict[str, Any], *, path: str, into: Defaulted) -> None:
     workers = backend.get("workers")
     if not isinstance(workers, list):
         return

@@ -7,11 +7,14 @@ synthesizing) use `parse_modelbooster`, which defaults first, validates, and ret
 The rules that only matter when defaulting was skipped (e.g. "scaleToZeroGracePeriod must be provided
 when model-level autoscaling is set") therefore fire only when the mutating webhook was bypassed.
 
-Order of the errors (all are collected, none short-circuits, except that an object which does not decode
-reports only its decoding errors):
+Order of the errors (all are collected, none short-circuits, except that an object which does not choose
+one backend shape reports only that (shared/backend_shape.py), and one which does not decode reports only its
+decoding errors):
   1. the reference's rules, docs/design/validation.md §4 (with the real JSON paths);
   2. the unsupported features, docs/design/validation.md §5;
   3. the additional rules, docs/design/validation.md §6 (including the newer line's engine-port, PVC and KV checks).
+The rules read the single backend of `spec.backend` as the list of one it decodes to; its errors are reported
+at the paths the user wrote (`spec.backend...`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,15 @@ import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from shared.api.modelbooster import SUPPORTED_BACKEND_TYPES, ModelBackend, ModelBooster, ModelWorker
+from shared.api.modelbooster import (
+    LIST_ONLY_FIELDS,
+    SINGLE_ONLY_FIELDS,
+    SUPPORTED_BACKEND_TYPES,
+    ModelBackend,
+    ModelBooster,
+    ModelWorker,
+)
+from shared.backend_shape import on_wire, raw_backends, shape_errors, with_shape_hints
 from shared.constants import (
     MAX_REPLICAS,
     MAX_ROUTE_LORA_ADAPTERS,
@@ -67,9 +78,12 @@ def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | No
     `old` is the stored object on UPDATE, for the rules that compare old and new.
     """
     raw = _normalised(obj)
+    shape = shape_errors(raw)
+    if shape:  # which schema applies depends on the shape
+        return shape
     model, errors = decode(ModelBooster, raw)
     if model is None:
-        return errors
+        return with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
     errors.extend(_core_quantity_errors(model))
     errors.extend(_reference_rules(model))
     errors.extend(_unsupported_features(raw))
@@ -78,7 +92,7 @@ def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | No
         old_model, old_errors = decode(ModelBooster, _normalised(old))
         if old_model is not None and not old_errors:
             errors.extend(_update_rules(model, old_model))
-    return errors
+    return on_wire(errors, single=model.spec.backend is not None)
 
 
 def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> ModelBooster:
@@ -112,10 +126,8 @@ def _normalised(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _numeric_divisors(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    spec = obj.get("spec")
-    backends = spec.get("backends") if isinstance(spec, dict) else None
-    for backend in backends if isinstance(backends, list) else ():
-        env = backend.get("env") if isinstance(backend, dict) else None
+    for _, backend in raw_backends(obj.get("spec")):
+        env = backend.get("env")
         for entry in env if isinstance(env, list) else ():
             selector = _dig(entry, "valueFrom", "resourceFieldRef")
             divisor = selector.get("divisor") if selector is not None else None
@@ -342,8 +354,7 @@ def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
     spec = raw["spec"]
     yield from _unsupported_at(spec, "spec", SPEC_UNSUPPORTED)
     yield from _unsupported_at(spec.get("autoscalingPolicy"), "spec.autoscalingPolicy", AUTOSCALING_UNSUPPORTED)
-    for i, backend in enumerate(spec["backends"]):
-        path = f"spec.backends[{i}]"
+    for path, backend in raw_backends(spec):
         yield from _unsupported_at(backend, path, BACKEND_UNSUPPORTED)
         for j, worker in enumerate(backend["workers"]):
             yield from _unsupported_at(worker, f"{path}.workers[{j}]", WORKER_UNSUPPORTED)
@@ -408,6 +419,7 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
                     f"spec.backends[{i}].workers", backend.name, f"invalid kv connector configuration: {kv_error}"
                 )
     yield from _generated_names(model.metadata.name or "", backends)
+    yield from _route_model_name_clashes(model)
     yield from _route_limits(backends)
     yield from _duplicates(backends)
 
@@ -520,6 +532,22 @@ def _container_names(index: int, model_name: str, backend: ModelBackend) -> Iter
                 f"the generated container name {container!r} must be a DNS-1123 label of at most 63 characters; "
                 "shorten the name",
             )
+
+
+def _route_model_name_clashes(model: ModelBooster) -> Iterator[FieldError]:
+    """With `spec.name` the route serves that name, so no adapter may take it (the reference's own rule
+    compares adapters with metadata.name only)."""
+    name = model.spec.name
+    if not name or name == model.metadata.name:
+        return
+    for i, backend in enumerate(model.spec.backends):
+        for j, adapter in enumerate(backend.lora_adapters or ()):
+            if adapter.name == name:
+                yield invalid(
+                    f"spec.backends[{i}].loraAdapters[{j}].name",
+                    adapter.name,
+                    "lora name cannot be the same as the model name clients send (spec.name)",
+                )
 
 
 def _route_limits(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:

@@ -1,4 +1,5 @@
-"""ModelBooster (`workload.serving.volcano.sh/v1alpha1`): the multi-backend API of Kthena v0.1.0.
+"""ModelBooster (`workload.serving.volcano.sh/v1alpha1`): the multi-backend API of Kthena v0.1.0, and the
+single-backend `spec.backend` of Kthena v1.0 in the same version (docs/design/api.md §8).
 
 Field shapes are the reference's, with the additions docs/design/api.md §2 adopts from the newer line
 (`obs://` and `ms://` model URIs, worker tolerations, backend runtimeClassName). The four features that
@@ -8,11 +9,20 @@ admission and are rejected with a message, instead of being silently pruned.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal, Self
 
 from kubernetes.client import V1Affinity, V1EnvFromSource, V1EnvVar, V1Toleration
-from pydantic import BeforeValidator, ConfigDict, Field, JsonValue
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
+from shared import backend_shape
 from shared.api.base import ApiModel, Condition, ObjectMeta
 from shared.constants import DNS1123_LABEL_PATTERN, MAX_BACKENDS, MAX_REPLICAS
 from shared.durations import GoDuration
@@ -158,25 +168,42 @@ class ModelWorker(ApiModel):
     network_topology: UnsupportedFeature | None = None
 
 
-class ModelBackend(ApiModel):
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(BACKEND_UNSUPPORTED, in_lists={"workers": WORKER_UNSUPPORTED})
-    )
+# A backend in either shape (docs/design/api.md §8) is assembled from these parts, so that each field is
+# declared once and `spec.backends[]` keeps the reference's field order (which is also the order decoding
+# errors are reported in). No docstrings on them: a model's docstring becomes its CRD description.
 
+
+class _Source(ApiModel):
     name: DnsLabel
     type: BackendType
     model_uri: str = Field(alias="modelURI", pattern=MODEL_URI_PATTERN)
     cache_uri: str | None = Field(default=None, alias="cacheURI", pattern=CACHE_URI_PATTERN)
     env_from: list[V1EnvFromSource] | None = Field(default=None, json_schema_extra=_ATOMIC)
     env: list[V1EnvVar] | None = Field(default=None, json_schema_extra=_list_map("name"))
+
+
+class _Scaling(ApiModel):  # v0.1.0 only
     min_replicas: Replicas
     max_replicas: Int32 = Field(ge=1, le=MAX_REPLICAS)
     scaling_cost: Int32 | None = Field(default=None, ge=0)
     route_weight: Int32 | None = Field(default=None, ge=0, le=100, json_schema_extra=_default(DEFAULT_ROUTE_WEIGHT))
     scale_to_zero_grace_period: GoDuration | None = None
+
+
+class _FixedReplicas(ApiModel):  # v1.0 only
+    replicas: Replicas
+
+
+class _Workers(ApiModel):
     workers: list[ModelWorker] = Field(min_length=1, max_length=1000)
+
+
+class _Adapters(ApiModel):  # v0.1.0 only
     lora_adapters: list[LoraAdapter] | None = Field(default=None, json_schema_extra=_ATOMIC)
     autoscaling_policy: AutoscalingPolicySpec | None = None
+
+
+class _Placement(ApiModel):
     scheduler_name: str | None = None
     runtime_class_name: str | None = None
     rate_limit: UnsupportedFeature | None = None
@@ -184,17 +211,90 @@ class ModelBackend(ApiModel):
     topology: UnsupportedFeature | None = None
 
 
-class ModelBoosterSpec(ApiModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(SPEC_UNSUPPORTED))
+_BACKEND_RULES: Final = cel_rules(BACKEND_UNSUPPORTED, in_lists={"workers": WORKER_UNSUPPORTED})
 
+
+# Pydantic orders fields base-most first, i.e. from the last base listed to the first.
+class ModelBackend(_Placement, _Adapters, _Workers, _Scaling, _Source):
+    # An entry of `spec.backends` (Kthena v0.1.0), and the internal form of every backend.
+    model_config = ConfigDict(json_schema_extra=_BACKEND_RULES)
+
+
+class SingleBackend(_Placement, _Workers, _FixedReplicas, _Source):
+    """One backend, as Kthena v1.0 writes it (fixed replicas, no autoscaling); set backend or backends."""
+
+    model_config = ConfigDict(json_schema_extra=_BACKEND_RULES)
+
+    def as_backend(self) -> ModelBackend:
+        """The internal form: a backend whose replica range is `replicas` exactly, which without autoscaling
+        is what it runs. Built without validation: the range may be 0..0, which `spec.backends` cannot say."""
+        shared = {name: getattr(self, name) for name in type(self).model_fields if name != "replicas"}
+        return ModelBackend.model_construct(**shared, min_replicas=self.replicas, max_replicas=self.replicas)
+
+
+def _wire_names(model: type[ApiModel]) -> frozenset[str]:
+    return frozenset(field.alias or name for name, field in model.model_fields.items())
+
+
+# The fields only one backend shape has, by wire name (to say where a misplaced one belongs).
+LIST_ONLY_FIELDS: Final = _wire_names(ModelBackend) - _wire_names(SingleBackend)
+SINGLE_ONLY_FIELDS: Final = _wire_names(SingleBackend) - _wire_names(ModelBackend)
+
+
+def _spec_rules() -> dict[str, Any]:
+    rules = cel_rules(SPEC_UNSUPPORTED)
+    rules["x-kubernetes-validations"] = [*backend_shape.cel_rules(), *rules["x-kubernetes-validations"]]
+    return rules
+
+
+class ModelBoosterSpec(ApiModel):
+    # Exactly one of `backend` and `backends` is given (shared/backend_shape.py). Once decoded, `backends`
+    # holds every backend whichever was given: the single backend in its internal form (`as_backend`), so
+    # validation and synthesis read one list. `backend` tells which shape the user wrote.
+
+    model_config = ConfigDict(json_schema_extra=_spec_rules())
+
+    # The model name clients send (the ModelRoute's `modelName`); metadata.name when unset.
     name: str | None = Field(default=None, max_length=64, pattern=DNS1123_LABEL_PATTERN)
     owner: str | None = None
+    backend: SingleBackend | None = None
     # At most 16: every backend is a target of the ModelRoute's default rule, which holds 16 at most.
-    backends: list[ModelBackend] = Field(min_length=1, max_length=MAX_BACKENDS, json_schema_extra=_list_map("name"))
+    backends: list[ModelBackend] = Field(
+        default_factory=list, min_length=1, max_length=MAX_BACKENDS, json_schema_extra=_list_map("name")
+    )
     autoscaling_policy: AutoscalingPolicySpec | None = None
     cost_expansion_rate_percent: Int32 | None = Field(default=None, ge=0, le=1000)
     model_match: ModelMatch | None = None
     rate_limit: UnsupportedFeature | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        """A JSON null names no shape (the API server prunes it), rather than an invalid list."""
+        shapes = ("backend", "backends")
+        if isinstance(data, dict) and any(key in data and data[key] is None for key in shapes):
+            return {key: value for key, value in data.items() if value is not None or key not in shapes}
+        return data
+
+    @model_validator(mode="after")
+    def _one_list_of_backends(self) -> Self:
+        if (self.backend is None) == (not self.backends):
+            raise ValueError(backend_shape.SHAPE_DETAIL)
+        if self.backend is not None:
+            self.backends = [self.backend.as_backend()]
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Serialized in the shape the user wrote: the internal list never replaces a single backend."""
+        data: dict[str, Any] = handler(self)
+        if self.backend is not None:
+            data.pop("backends", None)
+        return data
+
+    def route_model_name(self, model: str) -> str:
+        """The ModelRoute's `modelName` for ModelBooster `model`: `spec.name` when set (docs/design/api.md §8)."""
+        return self.name or model
 
 
 class BackendStatus(ApiModel):

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from modelbooster import crds as crds_cli
+from shared import backend_shape
 from shared.crds import chart_files, crds
 from shared.schema import structural_problems
 from shared.unsupported import BEHAVIOR_DETAIL, PANIC_POLICY_DETAIL, RATE_LIMIT_DETAIL, TOPOLOGY_DETAIL
@@ -204,6 +205,12 @@ def test_preserve_unknown_fields_only_where_the_api_says() -> None:
             "spec.backends[].autoscalingPolicy.behavior",
             "spec.backends[].autoscalingPolicy.behavior.scaleUp",
             "spec.backends[].autoscalingPolicy.behavior.scaleUp.panicPolicy",
+            # Kthena v1.0's single backend declares the same unsupported fields as a v0.1.0 backend.
+            "spec.backend.rateLimit",
+            "spec.backend.networkTopology",
+            "spec.backend.topology",
+            "spec.backend.workers[].config",
+            "spec.backend.workers[].networkTopology",
         ]
     )
 
@@ -220,7 +227,11 @@ def test_cel_rules_reject_every_unsupported_feature_with_the_webhook_message() -
     schema = openapi_schema("ModelBooster")
     forbidden = "FieldValueForbidden"
     rate_limit = "!has(self.rateLimit) || (oldSelf.hasValue() && has(oldSelf.value().rateLimit))"
-    assert rules_at(schema, "spec") == [(rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden)]
+    shape_rules = [
+        (rule["rule"], rule["message"], rule.get("fieldPath", ""), rule["reason"]) for rule in backend_shape.cel_rules()
+    ]
+    assert rules_at(schema, "spec") == [*shape_rules, (rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden)]
+    assert rules_at(schema, "spec.backend") == rules_at(schema, "spec.backends[]")
     assert rules_at(schema, "spec.backends[]") == [
         (rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden),
         (
@@ -263,8 +274,9 @@ def test_cel_rules_reject_every_unsupported_feature_with_the_webhook_message() -
     ]
     assert rules_at(schema, "spec.autoscalingPolicy") == expected_policy_rules
     assert rules_at(schema, "spec.backends[].autoscalingPolicy") == expected_policy_rules
-    for _, node in walk_schema(schema):
-        assert all(rule["optionalOldSelf"] is True for rule in node.get("x-kubernetes-validations", []))
+    for path, node in walk_schema(schema):
+        transition = [rule for rule in node.get("x-kubernetes-validations", []) if "oldSelf" in rule["rule"]]
+        assert all(rule["optionalOldSelf"] is True for rule in transition), path
     # The messages are the ones docs/design/api.md §3 prescribes.
     assert RATE_LIMIT_DETAIL == (
         "rate limiting of the generated ModelRoute is not supported; manage a ModelRoute yourself"
