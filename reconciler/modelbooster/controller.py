@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.modelbooster.kinds import CHILD_KINDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
+from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid
 from reconciler.modelbooster.settings import DynamicSettings
 from reconciler.modelbooster.status import (
@@ -66,6 +66,7 @@ from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from shared.api.modelbooster import ModelBooster
+from shared.backend_shape import raw_backends
 from shared.constants import (
     CONDITION_ACTIVE,
     CONDITION_FAILED,
@@ -136,11 +137,11 @@ def serving_replicas(serving: dict[str, Any] | None) -> int:
 
 
 def backend_names(booster: dict[str, Any]) -> list[str]:
-    """Backend names straight from the raw spec, so status can be computed even for an invalid object."""
-    backends = (booster.get("spec") or {}).get("backends")
+    """Backend names straight from the raw spec (either shape), so status can be computed even for an invalid
+    object."""
     names: list[str] = []
-    for backend in backends if isinstance(backends, list) else ():
-        name = backend.get("name") if isinstance(backend, dict) else None
+    for _, backend in raw_backends(booster.get("spec")):
+        name = backend.get("name")
         if isinstance(name, str) and name and name not in names:
             names.append(name)
     return names
@@ -242,7 +243,9 @@ class ModelBoosterReconciler:
             backend = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_BACKEND_NAME)
             if kind == MODEL_SERVING and backend in autoscaled:
                 foreign = (REPLICAS_PATH,)
-            desired.append(Desired(kind=kind, obj=obj, foreign_after_create=foreign))
+            desired.append(
+                Desired(kind=kind, obj=obj, foreign_after_create=foreign, immutable=IMMUTABLE_FIELDS.get(kind, ()))
+            )
         return desired
 
     async def _apply_all(
@@ -272,7 +275,7 @@ class ModelBoosterReconciler:
                     servings[child.name] = result
                 if result.action == "created":
                     report.created.append(child)
-                elif result.action == "updated":
+                elif result.action in ("updated", "replaced"):
                     report.updated.append(child)
                 if result.action != "unchanged":
                     self.metrics.children_applied.labels(kind=child.kind.kind, action=result.action).inc()

@@ -17,6 +17,10 @@ AUTOSCALING_POLICY_BINDING: Final = Kind(
 )
 # Every kind a ModelBooster owns, in the order they are created (docs/design/synthesis.md §1).
 CHILD_KINDS: Final = (MODEL_SERVING, MODEL_SERVER, MODEL_ROUTE, AUTOSCALING_POLICY, AUTOSCALING_POLICY_BINDING)
+# Fields of a child that its CRD makes immutable and a ModelBooster change can alter: the child is replaced
+# (docs/design/reconciler.md §3). A ModelServing's gangPolicy.minRoleReplicas is immutable too, but a change
+# of it is refused at admission instead, as replacing a ModelServing restarts all of its pods.
+IMMUTABLE_FIELDS: Final[dict[Kind, tuple[tuple[str, ...], ...]]] = {MODEL_ROUTE: (("spec", "modelName"),)}
 
 
 def child_kind_of(obj: dict[str, Any]) -> Kind | None:

@@ -16,6 +16,8 @@ Strategy (and why):
   and is autoscaled now. So while the live `managedFields` still show our apply owning `spec.replicas`, the
   apply carries the *live* value: ownership is kept without changing anything, and it passes to the
   autoscaler on its first write.
+- **Replace what cannot change**: a child whose API makes a field immutable (a ModelRoute's `modelName`) and
+  whose live value differs from the desired one is deleted (with the uid as precondition) and created anew.
 - **Apply only what differs**: a child is written only if the desired object is not a subset of the cached
   one (every field we set has the same value there). Fields the API server defaults or others add do not
   cause writes; a hand edit of a field we own does, and is reverted. Because our revision digest is a label,
@@ -33,7 +35,7 @@ from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.informer import Informer, Transform
 from reconciler.runtime.kinds import Kind
 
-Action = Literal["created", "updated", "unchanged"]
+Action = Literal["created", "updated", "replaced", "unchanged"]
 REPLICAS_PATH: tuple[str, ...] = ("spec", "replicas")
 
 
@@ -176,6 +178,8 @@ class Desired:
     kind: Kind
     obj: dict[str, Any]
     foreign_after_create: tuple[tuple[str, ...], ...] = ()
+    # Fields the child's API refuses to change: when the live value differs, the child is deleted and created.
+    immutable: tuple[tuple[str, ...], ...] = ()
 
     @property
     def namespace(self) -> str:
@@ -187,6 +191,11 @@ class Desired:
 
     def ref(self) -> str:
         return f"{self.kind.kind} {self.namespace}/{self.name}"
+
+
+def immutable_changed(desired: Desired, live: dict[str, Any]) -> bool:
+    """Whether the live child holds another value of a field that can only be set by creating it."""
+    return any(get_path(live, path) != get_path(desired.obj, path) for path in desired.immutable)
 
 
 def apply_body(desired: Desired, live: dict[str, Any], *, manager: str) -> dict[str, Any]:
@@ -232,19 +241,28 @@ async def ensure_child(
     live = cache.get(desired.namespace, desired.name)
     if live is not None and not is_controlled_by(live, owner_uid):
         raise NotControlledError(desired, live, owner)
+    replaced = False
+    if live is not None and immutable_changed(desired, live):
+        await delete_child(client=client, cache=cache, kind=desired.kind, live=live)
+        live, replaced = None, True
     if live is None:
         try:
             created = await client.create(desired.kind, desired.obj, field_manager=manager)
         except ApiError as error:
             if not error.already_exists:
                 raise
-            # Not in our (label-filtered, maybe lagging) cache but present: ours from before a restart, or not ours.
+            # Not in our (label-filtered, maybe lagging) cache but present: ours from before a restart, or not ours,
+            # or the one just deleted, still finishing its deletion.
             live = await client.get(desired.kind, desired.namespace, desired.name)
             if not is_controlled_by(live, owner_uid):
                 raise NotControlledError(desired, live, owner) from None
+            if immutable_changed(desired, live):
+                raise ApiError(
+                    status=409, reason="Conflict", message=f"{desired.ref()} is being replaced; its deletion is pending"
+                ) from None
         else:
             cache.write_through(created)
-            return ChildOutcome(desired, "created")
+            return ChildOutcome(desired, "replaced" if replaced else "created")
     if child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         return ChildOutcome(desired, "unchanged")
     stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)

@@ -9,6 +9,7 @@ from reconciler.runtime.apply import (
     Desired,
     apply_body,
     child_matches,
+    immutable_changed,
     is_controlled_by,
     is_subset,
     managed_fields_pruner,
@@ -139,3 +140,11 @@ def test_apply_body_keeps_the_live_replicas_while_our_apply_still_owns_them() ->
 def test_apply_body_of_a_fully_owned_child_is_the_desired_object() -> None:
     desired = Desired(MODEL_SERVING, serving(replicas=2))
     assert apply_body(desired, live_of(desired.obj), manager="modelbooster") == desired.obj
+
+
+def test_a_changed_immutable_field_asks_for_a_replacement_and_an_equal_one_does_not() -> None:
+    route = {"metadata": {"name": "m"}, "spec": {"modelName": "new", "rules": []}}
+    desired = Desired(kind=MODEL_SERVING, obj=route, immutable=(("spec", "modelName"),))
+    assert immutable_changed(desired, {"metadata": {"name": "m"}, "spec": {"modelName": "old"}})
+    assert not immutable_changed(desired, {"metadata": {"name": "m"}, "spec": {"modelName": "new", "x": 1}})
+    assert not immutable_changed(Desired(kind=MODEL_SERVING, obj=route), {"spec": {"modelName": "old"}})

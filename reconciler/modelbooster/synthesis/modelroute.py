@@ -1,8 +1,9 @@
 """The one ModelRoute of a ModelBooster (docs/design/synthesis.md §12).
 
-One backend: a single `default` rule with the user's modelMatch. Several: a `default` rule matching the
-model's name in the request body across all backends (weighted by routeWeight), then one rule per LoRA
-adapter, in name order, targeting the backends that load it.
+The model name clients send is `spec.name`, else `metadata.name`. One backend (either shape): a single
+`default` rule with the user's modelMatch. Several: a `default` rule matching that model name in the request
+body across all backends (weighted by routeWeight), then one rule per LoRA adapter, in name order, targeting
+the backends that load it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _rules(booster: ModelBooster, owner: Owner) -> list[dict[str, Any]]:
     rules = [
         {
             "name": "default",
-            "modelMatch": _match_model(match, owner.name),
+            "modelMatch": _match_model(match, booster.spec.route_model_name(owner.name)),
             "targetModels": [_target(owner, backend.name, backend.route_weight) for backend in backends],
         }
     ]
@@ -64,7 +65,7 @@ def lora_names(booster: ModelBooster) -> list[str]:
 
 
 def model_route(booster: ModelBooster, owner: Owner) -> dict[str, Any]:
-    spec: dict[str, Any] = {"modelName": owner.name}
+    spec: dict[str, Any] = {"modelName": booster.spec.route_model_name(owner.name)}
     loras = lora_names(booster)
     if loras:
         spec["loraAdapters"] = loras
