@@ -35,6 +35,7 @@ _CONFIGS = st.one_of(
     st.fixed_dictionaries({"port": st.integers(1, 65535), "served-model-name": _NAMES}),
 )
 _CACHE_URIS = st.sampled_from([None, "hostpath:///tmp/cache", "hostpath://data/models/", "pvc://models", "pvc:///c"])
+_LIST_ONLY = ("minReplicas", "maxReplicas", "loraAdapters")
 _MODEL_URIS = st.sampled_from(["hf://Qwen/Qwen2.5-0.5B", "s3://bucket/model", "ms://org/m", "obs://b/m"])
 
 
@@ -82,9 +83,13 @@ def modelboosters(draw: st.DrawFn) -> dict[str, Any]:
     names = draw(st.lists(_NAMES, min_size=1, max_size=3, unique=True))
     backends = [draw(_backend(name)) for name in names]
     spec: dict[str, Any] = {"backends": backends}
-    scaling = draw(st.sampled_from(["none", "model", "backend"]))
+    scaling = draw(st.sampled_from(["none", "model", "backend", "single"]))
     policy = {"metrics": [{"metricName": "kv_cache_usage", "targetValue": "80"}]}
-    if scaling == "model":
+    if scaling == "single":
+        # Kthena v1.0's shape: one backend with a fixed replica count (0 included), no LoRA.
+        single = {key: value for key, value in backends[0].items() if key not in _LIST_ONLY}
+        spec = {"backend": {**single, "replicas": draw(st.integers(0, 3))}}
+    elif scaling == "model":
         spec["autoscalingPolicy"] = policy
         for backend in backends:
             backend["scalingCost"] = draw(st.integers(1, 10))
@@ -140,10 +145,12 @@ def test_the_generator_reaches_admitted_objects_of_every_shape() -> None:
         except ValidationFailed:
             return
         admitted.update((backend.type,) for backend in booster.spec.backends)
+        if booster.spec.backend is not None:
+            admitted.add(("single",))
         if booster.spec.autoscaling_policy is not None:
             admitted.add(("model-level",))
         if any(backend.autoscaling_policy for backend in booster.spec.backends):
             admitted.add(("backend-level",))
 
     collect()
-    assert {("vLLM",), ("vLLMDisaggregated",), ("model-level",), ("backend-level",)} <= admitted
+    assert {("vLLM",), ("vLLMDisaggregated",), ("model-level",), ("backend-level",), ("single",)} <= admitted

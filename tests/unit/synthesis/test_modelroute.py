@@ -57,3 +57,20 @@ def test_several_backends_without_a_match_still_match_the_body_model() -> None:
 
 def test_no_lora_means_no_lora_adapters_field() -> None:
     assert "loraAdapters" not in _route(_two_backends())["spec"]
+
+
+def test_spec_name_is_the_model_name_clients_send_with_one_backend() -> None:
+    doc = vllm_doc()
+    doc["spec"]["name"] = "chat"
+    spec = _route(doc)["spec"]
+    assert spec["modelName"] == "chat"
+    assert spec["rules"] == [{"name": "default", "targetModels": [{"modelServerName": "m-b", "weight": 100}]}]
+
+
+def test_spec_name_is_matched_in_the_body_across_several_backends() -> None:
+    lora = [{"name": "sql", "artifactURL": "hf://x/sql"}]
+    doc = _two_backends(name="chat")
+    doc["spec"]["backends"][0]["loraAdapters"] = lora
+    spec = _route(doc)["spec"]
+    assert spec["modelName"] == "chat"
+    assert [rule["modelMatch"] for rule in spec["rules"]] == [{"body": {"model": "chat"}}, {"body": {"model": "sql"}}]
