@@ -72,15 +72,19 @@ def passes_on_create(rule: Mapping[str, Any], value: Any) -> bool:
     return cel.evaluate(program, {"self": value, "oldSelf": cel.NONE}) is True
 
 
+# How kube-apiserver introduces a failed rule's message, by the rule's `reason` (valueless types only).
+_REASON_TEXT = {"FieldValueForbidden": "Forbidden", "FieldValueRequired": "Required value"}
+
+
 def cel_denials(value: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:
-    """The lines kube-apiserver prints for the failing rules: `<path><fieldPath>: Forbidden: <message>`."""
+    """The lines kube-apiserver prints for the failing rules, e.g. `<path><fieldPath>: Forbidden: <message>`."""
     lines: list[str] = []
     if value is None:
         return lines
     for rule in schema.get("x-kubernetes-validations", []):
         if not passes_on_create(rule, value):
-            assert rule.get("reason") == "FieldValueForbidden"
-            lines.append(f"{path}{rule.get('fieldPath', '')}: Forbidden: {rule['message']}")
+            reason = _REASON_TEXT[rule["reason"]]
+            lines.append(f"{path}{rule.get('fieldPath', '')}: {reason}: {rule['message']}")
     if isinstance(value, dict):
         for key, item in value.items():
             child = schema.get("properties", {}).get(key)

@@ -37,5 +37,18 @@ def modelbooster(*backends: dict[str, Any], name: str = "m", **spec: Any) -> dic
     }
 
 
+def single_backend(name: str = "a", **fields: Any) -> dict[str, Any]:
+    """A backend in Kthena v1.0's shape (`spec.backend`): `replicas` instead of a replica range."""
+    base = {key: value for key, value in backend(name).items() if key not in ("minReplicas", "maxReplicas")}
+    return {**base, "replicas": 1, **fields}
+
+
+def single_modelbooster(one: dict[str, Any] | None = None, *, name: str = "m", **spec: Any) -> dict[str, Any]:
+    obj = modelbooster(name=name, **spec)
+    del obj["spec"]["backends"]
+    obj["spec"]["backend"] = one or single_backend()
+    return obj
+
+
 def policy(**fields: Any) -> dict[str, Any]:
     return {"metrics": [{"metricName": "kthena:num_requests_waiting", "targetValue": 10}], **fields}
