@@ -59,6 +59,21 @@ EXPECTED_REJECTIONS: dict[str, tuple[list[str], bool]] = {
         ],
         False,
     ),
+    "both-backend-shapes.yaml": (
+        [
+            "spec: Required value: exactly one of spec.backend (one backend, as Kthena v1.0 writes it) or "
+            "spec.backends (a list of backends), not both"
+        ],
+        True,
+    ),
+    "single-backend-autoscaling.yaml": (
+        [
+            "spec.autoscalingPolicy: Forbidden: a single spec.backend has no autoscaling: it runs "
+            "spec.backend.replicas replicas; to autoscale, move the backend into spec.backends and give it "
+            "minReplicas and maxReplicas"
+        ],
+        True,
+    ),
     "kv-connector-mismatch.yaml": (
         [
             'spec.backends[0].workers: Invalid value: "gpu": invalid kv connector configuration: backend gpu: '
@@ -124,6 +139,10 @@ def test_the_example_set_covers_the_promised_scenarios() -> None:
     pd = docs["pd-disaggregation-nixl.yaml"]["spec"]["backends"][0]
     assert pd["type"] == "vLLMDisaggregated"
     assert all("kv-transfer-config" in worker["config"] for worker in pd["workers"])
+    single = docs["single-backend-kthena-v1.yaml"]["spec"]
+    assert "backends" not in single
+    assert {"name", "owner", "modelMatch"} <= set(single)
+    assert "replicas" in single["backend"]
 
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda path: path.name)

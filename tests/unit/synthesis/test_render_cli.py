@@ -22,6 +22,7 @@ EXAMPLES = HERE.parents[2] / "examples"
 EXAMPLE_KINDS = {
     "single-vllm-cpu.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "pd-disaggregation-nixl.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
+    "single-backend-kthena-v1.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "backend-autoscaling.yaml": [
         "ModelServing",
         "ModelServer",

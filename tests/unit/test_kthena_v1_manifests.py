@@ -1,0 +1,84 @@
+"""Manifests written for Kthena v1.0 apply here unchanged (docs/kthena-v1.md).
+
+The objects in tests/unit/kthena_v1/ are our own, shaped like the examples Kthena v1.0.0 publishes (a single
+`spec.backend` with `replicas`, `spec.name`, `spec.owner`, `modelMatch`, scheduling fields). Each must pass
+every gate a `kubectl apply` meets — the CRD schema without a pruned field, its CEL rules, the webhook's
+defaults and rules — and both commands, and render the children the newer line would create, by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from modelbooster import render as render_cli
+from modelbooster import validate as validate_cli
+from modelbooster.manifests import load_documents
+from shared.defaults import apply_defaults
+from shared.validation import validate_modelbooster
+from tests.unit.crd_support import cel_denials, openapi_schema, undeclared_fields
+
+jsonschema: Any = importlib.import_module("jsonschema")
+
+MANIFESTS = sorted((Path(__file__).parent / "kthena_v1").glob("*.yaml"))
+
+
+def only_document(path: Path) -> dict[str, Any]:
+    (document,) = load_documents(str(path))
+    return document
+
+
+def run(module: Any, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    code = module.run(parser.parse_args(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_there_are_manifests_of_every_kind_the_newer_line_publishes() -> None:
+    documents = [only_document(path) for path in MANIFESTS]
+    types = {document["spec"]["backend"]["type"] for document in documents}
+    assert types == {"vLLM", "vLLMDisaggregated"}
+    assert all("backends" not in document["spec"] for document in documents)
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda path: path.name)
+def test_a_v1_manifest_passes_the_crd_and_the_webhook(path: Path) -> None:
+    document = only_document(path)
+    schema = openapi_schema("ModelBooster")
+    assert [error.message for error in jsonschema.Draft4Validator(schema).iter_errors(document)] == []
+    assert undeclared_fields(document, schema) == []
+    assert cel_denials(document, schema) == []
+    defaulted = apply_defaults(document)
+    assert defaulted.warnings == []
+    assert [error.render() for error in validate_modelbooster(defaulted.obj)] == []
+    # Defaulting fills worker fields only; the shape stays as written.
+    assert set(defaulted.obj["spec"]) == set(document["spec"])
+    assert set(defaulted.obj["spec"]["backend"]) == set(document["spec"]["backend"])
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda path: path.name)
+def test_a_v1_manifest_validates_and_renders_its_children(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(validate_cli, ["-f", str(path)], capsys)
+    assert (code, err) == (0, "")
+    code, out, err = run(render_cli, ["-f", str(path)], capsys)
+    assert code == 0, err
+    document = only_document(path)
+    model, backend = document["metadata"]["name"], document["spec"]["backend"]
+    children = list(yaml.safe_load_all(out))
+    assert [(child["kind"], child["metadata"]["name"]) for child in children] == [
+        ("ModelServing", f"{model}-{backend['name']}"),
+        ("ModelServer", f"{model}-{backend['name']}"),
+        ("ModelRoute", model),
+    ]
+    serving, server, route = (child["spec"] for child in children)
+    assert serving["replicas"] == backend["replicas"]
+    assert route["modelName"] == document["spec"].get("name", model)
+    assert route["rules"][0].get("modelMatch") == document["spec"].get("modelMatch")
+    assert server["inferenceEngine"] == "vLLM"
