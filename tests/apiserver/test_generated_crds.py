@@ -58,7 +58,10 @@ def test_the_valid_examples_are_accepted(served: Any, fake_apiserver: FakeApiSer
         fake_apiserver.create_namespace(namespace)
     created = served.create_namespaced_custom_object(GROUP, "v1alpha1", namespace, "modelboosters", body)
     assert created["metadata"]["generation"] == 1
-    assert created["spec"]["backends"]
+    # Stored in the shape it was written in: one `backend` (Kthena v1.0) or a list of `backends`.
+    shapes = [key for key in ("backend", "backends") if key in created["spec"]]
+    assert shapes == [key for key in ("backend", "backends") if key in body["spec"]]
+    assert len(shapes) == 1
 
 
 @pytest.mark.parametrize(
@@ -81,6 +84,38 @@ def test_unsupported_features_are_refused_by_the_crds_own_rules(served: Any, exa
         served.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", body)
     assert caught.value.status == 422
     assert message_of(caught.value) == MB.format(name=body["metadata"]["name"], errors=errors)
+
+
+@pytest.mark.parametrize(
+    ("example", "errors"),
+    [
+        (
+            "both-backend-shapes.yaml",
+            "spec: Required value: exactly one of spec.backend (one backend, as Kthena v1.0 writes it) or "
+            "spec.backends (a list of backends), not both",
+        ),
+        (
+            "single-backend-autoscaling.yaml",
+            "spec.autoscalingPolicy: Forbidden: a single spec.backend has no autoscaling: it runs "
+            "spec.backend.replicas replicas; to autoscale, move the backend into spec.backends and give it "
+            "minReplicas and maxReplicas",
+        ),
+    ],
+)
+def test_the_backend_shape_rules_are_the_crds_own_too(served: Any, example: str, errors: str) -> None:
+    body = load(ROOT / "examples" / "invalid" / example)
+    with pytest.raises(ApiException) as caught:
+        served.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", body)
+    assert caught.value.status == 422
+    assert message_of(caught.value) == MB.format(name=body["metadata"]["name"], errors=errors)
+
+
+def test_neither_shape_is_refused_by_the_crd(served: Any) -> None:
+    body = load(ROOT / "examples" / "single-backend-kthena-v1.yaml")
+    del body["spec"]["backend"]
+    with pytest.raises(ApiException) as caught:
+        served.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", body)
+    assert "spec: Required value: exactly one of spec.backend" in message_of(caught.value)
 
 
 def without_rules(node: Any) -> Any:
