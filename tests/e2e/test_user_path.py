@@ -19,6 +19,7 @@ from tests.e2e.user import (
     EXAMPLES,
     MODEL_SERVERS,
     MODEL_SERVINGS,
+    backends_of,
     children_names,
     condition,
     create_booster,
@@ -57,6 +58,12 @@ DEFAULTS: dict[str, dict[tuple[str | int, ...], Any]] = {
         ("backends", 0, "routeWeight"): 100,
         ("backends", 0, "autoscalingPolicy", "tolerancePercent"): 20,
         ("backends", 0, "scaleToZeroGracePeriod"): None,
+    },
+    "single-backend-kthena-v1.yaml": {
+        # Kthena v1.0's shape: only the workers are defaulted, nothing is added to the backend itself.
+        ("backend", "workers", 0, "type"): "server",
+        ("backend", "routeWeight"): None,
+        ("backends",): None,
     },
     "pd-disaggregation-nixl.yaml": {
         ("backends", 0, "routeWeight"): 100,
@@ -103,7 +110,7 @@ def test_apply_initialized_active_delete(cluster: Cluster, example: str) -> None
     # No ModelServing reports Available yet: Active is False and names every backend.
     active = condition(wait_condition(cluster, namespace, name, "Active", "False"), "Active")
     assert active is not None
-    backends = [backend["name"] for backend in document["spec"]["backends"]]
+    backends = [backend["name"] for backend in backends_of(document)]
     for backend in backends:
         assert backend in active["message"]
 

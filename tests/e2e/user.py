@@ -167,17 +167,23 @@ def wait_gone(cluster: Cluster, kind: tuple[str, str], namespace: str, name: str
         time.sleep(0.05)
 
 
+def backends_of(booster: Obj) -> list[Obj]:
+    """The backends of either shape: Kthena v1.0's one `spec.backend`, or the list `spec.backends`."""
+    spec = booster["spec"]
+    return [spec["backend"]] if "backend" in spec else list(spec["backends"])
+
+
 def children_names(booster: Obj) -> dict[tuple[str, str], set[str]]:
     """The children a ModelBooster must have, named by rule: ModelServing and ModelServer `<model>-<backend>`
     per backend, one ModelRoute `<model>`, AutoscalingPolicy + Binding `<model>` for model-level autoscaling
     or `<model>-<backend>` for each backend with its own policy."""
     model = booster["metadata"]["name"]
     spec = booster["spec"]
-    per_backend = {f"{model}-{backend['name']}" for backend in spec["backends"]}
+    per_backend = {f"{model}-{backend['name']}" for backend in backends_of(booster)}
     if spec.get("autoscalingPolicy"):
         scaled = {model}
     else:
-        scaled = {f"{model}-{b['name']}" for b in spec["backends"] if b.get("autoscalingPolicy")}
+        scaled = {f"{model}-{b['name']}" for b in backends_of(booster) if b.get("autoscalingPolicy")}
     return {
         MODEL_SERVINGS: per_backend,
         MODEL_SERVERS: per_backend,
