@@ -17,6 +17,7 @@ from shared.api.modelbooster import (
     DEFAULT_COST_EXPANSION_RATE_PERCENT,
     DEFAULT_ROUTE_WEIGHT,
     DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD,
+    DEFAULT_SINGLE_BACKEND_SCHEDULER,
     DEFAULT_TOLERANCE_PERCENT,
     DEFAULT_WORKER_PODS,
     DEFAULT_WORKER_REPLICAS,
@@ -48,7 +49,8 @@ def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
                 _default_backend(backend, path=f"spec.backends[{index}]", model_level=model_level, into=result)
     single = spec.get("backend")
     if isinstance(single, dict):
-        # Kthena v1.0's backend has only its workers to default (docs/design/api.md §8).
+        # Kthena v1.0's backend: its scheduler and its workers (docs/design/api.md §8).
+        _set_absent(single, "schedulerName", DEFAULT_SINGLE_BACKEND_SCHEDULER)
         _default_workers(single, path="spec.backend", into=result)
     return result
 

@@ -50,6 +50,10 @@ DEFAULT_WORKER_TYPE: WorkerType = "server"
 DEFAULT_WORKER_REPLICAS = 1
 DEFAULT_WORKER_PODS = 1
 DEFAULT_TOLERANCE_PERCENT = 10
+# Kthena v1.0 leaves an unset scheduler out of the ModelServing, whose CRD then defaults it to Volcano; we write
+# the ModelServing's schedulerName always (v0.1.0's child contract, "" for the cluster's default scheduler), so
+# a single backend defaults to what it ran under Kthena v1.0 (docs/design/api.md §8).
+DEFAULT_SINGLE_BACKEND_SCHEDULER = "volcano"
 # Defaults that apply only with model-level autoscaling (the CRD cannot express the condition).
 DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD = "30s"
 DEFAULT_COST_EXPANSION_RATE_PERCENT = 200
@@ -224,6 +228,8 @@ class SingleBackend(_Placement, _Workers, _FixedReplicas, _Source):
     """One backend, as Kthena v1.0 writes it (fixed replicas, no autoscaling); set backend or backends."""
 
     model_config = ConfigDict(json_schema_extra=_BACKEND_RULES)
+
+    scheduler_name: str | None = Field(default=None, json_schema_extra=_default(DEFAULT_SINGLE_BACKEND_SCHEDULER))
 
     def as_backend(self) -> ModelBackend:
         """The internal form: a backend whose replica range is `replicas` exactly, which without autoscaling

@@ -60,8 +60,9 @@ DEFAULTS: dict[str, dict[tuple[str | int, ...], Any]] = {
         ("backends", 0, "scaleToZeroGracePeriod"): None,
     },
     "single-backend-kthena-v1.yaml": {
-        # Kthena v1.0's shape: only the workers are defaulted, nothing is added to the backend itself.
+        # Kthena v1.0's shape: the workers and the scheduler Kthena v1.0 would have used are defaulted.
         ("backend", "workers", 0, "type"): "server",
+        ("backend", "schedulerName"): "volcano",
         ("backend", "routeWeight"): None,
         ("backends",): None,
     },

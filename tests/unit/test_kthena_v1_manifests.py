@@ -58,9 +58,9 @@ def test_a_v1_manifest_passes_the_crd_and_the_webhook(path: Path) -> None:
     defaulted = apply_defaults(document)
     assert defaulted.warnings == []
     assert [error.render() for error in validate_modelbooster(defaulted.obj)] == []
-    # Defaulting fills worker fields only; the shape stays as written.
+    # Defaulting fills the scheduler Kthena v1.0 would have used and worker fields; the shape stays as written.
     assert set(defaulted.obj["spec"]) == set(document["spec"])
-    assert set(defaulted.obj["spec"]["backend"]) == set(document["spec"]["backend"])
+    assert set(defaulted.obj["spec"]["backend"]) == set(document["spec"]["backend"]) | {"schedulerName"}
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda path: path.name)

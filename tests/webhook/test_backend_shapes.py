@@ -32,13 +32,15 @@ def v1_object() -> dict[str, Any]:
     return as_stored(obj)
 
 
-async def test_mutation_fills_worker_defaults_inside_spec_backend_only(webhook: Webhook) -> None:
+async def test_mutation_fills_defaults_inside_spec_backend_only(webhook: Webhook) -> None:
     obj = v1_object()
     response = await webhook.admit(MUTATE_PATH, review(operation="CREATE", obj=obj))
     ops = json.loads(base64.b64decode(response["patch"]))
     assert {op["op"] for op in ops} == {"add"}
-    assert all(op["path"].startswith("/spec/backend/workers/0/") for op in ops)
+    assert all(op["path"].startswith("/spec/backend/") for op in ops)
     expected = deep(obj)
+    # The scheduler Kthena v1.0's ModelServing CRD would have defaulted, and the worker defaults.
+    expected["spec"]["backend"]["schedulerName"] = "volcano"
     expected["spec"]["backend"]["workers"][0].update({"type": "server", "replicas": 1, "pods": 1})
     assert jsonpatch.apply_patch(obj, ops) == expected
     assert "warnings" not in response

@@ -196,11 +196,14 @@ def test_scheduling_fields_reach_every_pod_template() -> None:
         assert (pod["runtimeClassName"], pod["affinity"], pod["tolerations"]) == ("nvidia", AFFINITY, TOLERATIONS)
 
 
-def test_without_scheduling_fields_the_pods_name_none_and_the_scheduler_is_left_to_the_crd() -> None:
+def test_without_scheduling_fields_the_pods_name_none_and_the_scheduler_is_volcano() -> None:
+    """Kthena v1.0 leaves the scheduler to the ModelServing CRD's default, Volcano; we default the backend's
+    (the ModelServing's is always written), and an explicit "" still means the cluster's default scheduler."""
     spec = find(rendered(single_doc()), "ModelServing", "m-b")["spec"]
-    assert spec["schedulerName"] == ""
+    assert spec["schedulerName"] == "volcano"
     pod = entry_pod({"spec": spec})
     assert not {"runtimeClassName", "affinity", "tolerations"} & set(pod)
+    assert find(rendered(single_doc(schedulerName="")), "ModelServing", "m-b")["spec"]["schedulerName"] == ""
 
 
 # --- prefill/decode disaggregation ----------------------------------------------------------------------------
@@ -254,6 +257,8 @@ def as_single(multi: dict[str, Any]) -> dict[str, Any]:
     replicas = backend.pop("minReplicas")
     assert backend.pop("maxReplicas") == replicas
     backend.pop("routeWeight", None)
+    # An unset scheduler is "" in the list (the cluster's default) and Volcano for a single backend: say "".
+    backend.setdefault("schedulerName", "")
     doc["spec"]["backend"] = {**backend, "replicas": replicas}
     return doc
 
