@@ -67,17 +67,37 @@ def _unchanged(path: str, *, new: Mapping[str, Any], old: Mapping[str, Any], sch
         steps = parse(path)
     except BadFieldPath:
         return False  # a path we cannot follow cannot be shown unchanged
-    new_value, old_value = _correlated(steps, new=new, old=old, schema=schema)
+    new_value, old_value, schema = _correlated(steps, new=new, old=old, schema=schema)
     if new_value is _ABSENT or old_value is _ABSENT:
         return new_value is old_value
+    keys = _map_keys(schema)
+    if keys and isinstance(new_value, list) and isinstance(old_value, list):
+        return _same_list_map(new_value, old_value, keys)
     return same_json(new_value, old_value)
 
 
-def _correlated(steps: Sequence[Step], *, new: object, old: object, schema: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The values at `steps` in the new object and, correlated by the schema, in the old one."""
+def _same_list_map(new: list[Any], old: list[Any], keys: Sequence[str]) -> bool:
+    """A list-map compared as the API server does: the same items by key, in any order."""
+    new_items = {repr(_key_of(item, keys)): item for item in new}
+    old_items = {repr(_key_of(item, keys)): item for item in old}
+    if len(new_items) != len(new) or len(old_items) != len(old):
+        return same_json(new, old)  # duplicate keys: no identity after all, compare in order
+    return new_items.keys() == old_items.keys() and all(same_json(new_items[k], old_items[k]) for k in new_items)
+
+
+def _map_keys(schema: Mapping[str, Any]) -> Sequence[str] | None:
+    if schema.get("x-kubernetes-list-type") != "map":
+        return None
+    keys = schema.get("x-kubernetes-list-map-keys")
+    return keys if isinstance(keys, list) and keys else None
+
+
+def _correlated(steps: Sequence[Step], *, new: object, old: object,
+                schema: Mapping[str, Any]) -> tuple[Any, Any, Mapping[str, Any]]:  # fmt: skip
+    """The values at `steps` in the new object and, correlated by the schema, in the old one; and their schema."""
     for step in steps:
         if isinstance(step, int):
-            keys = schema.get("x-kubernetes-list-map-keys") if schema.get("x-kubernetes-list-type") == "map" else None
+            keys = _map_keys(schema)
             if not keys:
                 break  # an atomic list: its items have no identity, so the list is compared whole
             new = _item(new, step)
@@ -88,7 +108,7 @@ def _correlated(steps: Sequence[Step], *, new: object, old: object, schema: Mapp
             properties = schema.get("properties") or {}
             extra = schema.get("additionalProperties")
             schema = properties.get(step) or (extra if isinstance(extra, dict) else {})
-    return new, old
+    return new, old, schema
 
 
 def _field(value: object, name: str) -> object:
