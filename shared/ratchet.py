@@ -43,8 +43,12 @@ def ratchet(errors: Sequence[FieldError], *, new: Mapping[str, Any], old: Mappin
             schema: Mapping[str, Any]) -> Ratcheted:  # fmt: skip
     """Split `errors` (found on `new`) into those the update causes and those carried over from `old`."""
     result = Ratcheted()
+    # Many errors compare the same value (every error inside one `workers` list compares that whole list):
+    # each value is compared once, so the work stays linear in the size of the object.
+    compared: dict[tuple[Step, ...], bool] = {}
     for error in errors:
-        carried = all(_unchanged(path, new=new, old=old, schema=schema) for path in error.reads or (error.path,))
+        paths = error.reads or (error.path,)
+        carried = all(_unchanged(path, new=new, old=old, schema=schema, compared=compared) for path in paths)
         (result.carried if carried else result.errors).append(error)
     return result
 
@@ -60,20 +64,27 @@ def same_json(a: object, b: object) -> bool:
     return not isinstance(b, (dict, list)) and a == b
 
 
-def _unchanged(path: str, *, new: Mapping[str, Any], old: Mapping[str, Any], schema: Mapping[str, Any]) -> bool:
+def _unchanged(path: str, *, new: Mapping[str, Any], old: Mapping[str, Any], schema: Mapping[str, Any],
+               compared: dict[tuple[Step, ...], bool]) -> bool:  # fmt: skip
     if path == ROOT_PATH:
         return False  # the whole object: not a value that can be carried over
     try:
         steps = parse(path)
     except BadFieldPath:
         return False  # a path we cannot follow cannot be shown unchanged
-    new_value, old_value, schema = _correlated(steps, new=new, old=old, schema=schema)
-    if new_value is _ABSENT or old_value is _ABSENT:
-        return new_value is old_value
+    new_value, old_value, schema, location = _correlated(steps, new=new, old=old, schema=schema)
+    if location not in compared:
+        compared[location] = _same_value(new_value, old_value, schema)
+    return compared[location]
+
+
+def _same_value(new: object, old: object, schema: Mapping[str, Any]) -> bool:
+    if new is _ABSENT or old is _ABSENT:
+        return new is old
     keys = _map_keys(schema)
-    if keys and isinstance(new_value, list) and isinstance(old_value, list):
-        return _same_list_map(new_value, old_value, keys)
-    return same_json(new_value, old_value)
+    if keys and isinstance(new, list) and isinstance(old, list):
+        return _same_list_map(new, old, keys)
+    return same_json(new, old)
 
 
 def _same_list_map(new: list[Any], old: list[Any], keys: Sequence[str]) -> bool:
@@ -93,8 +104,10 @@ def _map_keys(schema: Mapping[str, Any]) -> Sequence[str] | None:
 
 
 def _correlated(steps: Sequence[Step], *, new: object, old: object,
-                schema: Mapping[str, Any]) -> tuple[Any, Any, Mapping[str, Any]]:  # fmt: skip
-    """The values at `steps` in the new object and, correlated by the schema, in the old one; and their schema."""
+                schema: Mapping[str, Any]) -> tuple[Any, Any, Mapping[str, Any], tuple[Step, ...]]:  # fmt: skip
+    """The values at `steps` in the new object and, correlated by the schema, in the old one; their schema;
+    and the steps that lead to them (fewer than `steps` when an atomic list stops the walk)."""
+    walked: list[Step] = []
     for step in steps:
         if isinstance(step, int):
             keys = _map_keys(schema)
@@ -108,7 +121,8 @@ def _correlated(steps: Sequence[Step], *, new: object, old: object,
             properties = schema.get("properties") or {}
             extra = schema.get("additionalProperties")
             schema = properties.get(step) or (extra if isinstance(extra, dict) else {})
-    return new, old, schema
+        walked.append(step)
+    return new, old, schema, tuple(walked)
 
 
 def _field(value: object, name: str) -> object:

@@ -68,6 +68,7 @@ def cel_rules(fields: Sequence[UnsupportedField]) -> dict[str, Any]:
     """The `json_schema_extra` that puts these rejections on a model's CRD schema."""
     return {"x-kubernetes-validations": [field.cel_rule() for field in fields]}
 
+
 # How the validation's error for an unsupported feature is recognised (its detail is the feature's own).
 UNSUPPORTED_DETAILS: Final = frozenset(
     field.detail for field in (*SPEC_UNSUPPORTED, *BACKEND_UNSUPPORTED, *WORKER_UNSUPPORTED, *AUTOSCALING_UNSUPPORTED)

@@ -6,6 +6,9 @@ object is what admission does. Callers holding a user-written object (the CLI, t
 synthesizing) use `parse_modelbooster`, which defaults first, validates, and returns the typed model.
 The rules that only matter when defaulting was skipped (e.g. "scaleToZeroGracePeriod must be provided
 when model-level autoscaling is set") therefore fire only when the mutating webhook was bypassed.
+`validate_update` is what admission does on UPDATE: the same rules, with the errors whose values the update
+leaves unchanged carried over instead of refused (shared/ratchet.py); a rule that compares several fields
+lists them in its errors' `reads`.
 
 Order of the errors (all are collected, none short-circuits, except that an object which does not decode
 reports only its decoding errors):
