@@ -55,12 +55,19 @@ def ratchet(errors: Sequence[FieldError], *, new: Mapping[str, Any], old: Mappin
 
 def same_json(a: object, b: object) -> bool:
     """JSON equality: like `==`, except that `true` is not `1` (Python's bool is an int)."""
+    # `==` (in C) settles the common case, a difference, at once; only equal values are walked again.
+    return a == b and _strictly_same(a, b)
+
+
+def _strictly_same(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_strictly_same(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+        return isinstance(b, list) and len(a) == len(b) and all(
+            _strictly_same(x, y) for x, y in zip(a, b, strict=True)
+        )
     return not isinstance(b, (dict, list)) and a == b
 
 

@@ -91,9 +91,11 @@ def validate_update(obj: Mapping[str, Any], *, old: Mapping[str, Any]) -> Ratche
     model, errors = _state_errors(raw)
     if model is None:
         return Ratcheted(errors=errors)
-    old_raw = _normalised(apply_defaults(old).obj)
-    verdict = ratchet(errors, new=raw, old=old_raw, schema=_booster_schema())
-    verdict.errors.extend(_update_errors(model, old_raw))
+    verdict = Ratcheted()
+    if errors:  # the common case, a valid object, needs no defaulted copy of the old one
+        verdict = ratchet(errors, new=raw, old=_normalised(apply_defaults(old).obj), schema=_booster_schema())
+    # These rules read a worker's type and replicas with their defaults applied, so the raw old object does.
+    verdict.errors.extend(_update_errors(model, _normalised(old)))
     return verdict
 
 
