@@ -66,6 +66,9 @@ class FieldError:
     type: ErrorType
     detail: str
     value: object = field(default=None)
+    # The fields a cross-field rule read to find this error, when that is more than `path` (say both
+    # minReplicas and maxReplicas). An UPDATE that changes none of them is not refused for it (shared/ratchet.py).
+    reads: tuple[str, ...] = field(default=(), compare=False)
 
     def render(self) -> str:
         head = f"{self.path}: {_TYPE_TEXT[self.type]}"

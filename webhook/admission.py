@@ -14,7 +14,8 @@ from typing import Any, Final, Literal, NotRequired, TypedDict, cast, get_args
 from shared.constants import KIND_MODEL_BOOSTER, WORKLOAD_GROUP
 from shared.defaults import apply_defaults
 from shared.errors import FieldError, format_denial
-from shared.validation import validate_modelbooster
+from shared.ratchet import Ratcheted, carried_warnings, same_json
+from shared.validation import validate_modelbooster, validate_update
 from webhook.patch import encode_patch, make_patch
 
 log = logging.getLogger(__name__)
@@ -242,6 +243,20 @@ def _untouched(request: AdmissionRequest) -> bool:
     return request["operation"] in ("DELETE", "CONNECT") or bool(request.get("subResource"))
 
 
+def _spec_unchanged(request: AdmissionRequest) -> bool:
+    """An UPDATE that changes nothing but metadata (labels, annotations, finalizers, ownerReferences,
+    deletion) or status: never blocked and never patched, so that an object stored under older rules can
+    still be relabelled, finalized by the garbage collector, and deleted."""
+    if request["operation"] != "UPDATE":
+        return False
+    new, old = request.get("object") or {}, request.get("oldObject") or {}
+    ignored = ("metadata", "status")
+    return same_json(
+        {key: value for key, value in new.items() if key not in ignored},
+        {key: value for key, value in old.items() if key not in ignored},
+    )
+
+
 def mutate(request: AdmissionRequest) -> AdmissionResponse:
     if _untouched(request):
         return _allowed(request)
@@ -249,6 +264,8 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
         return denial
     obj = request.get("object") or {}
     try:
+        if _spec_unchanged(request):
+            return _allowed(request)
         defaulted = apply_defaults(obj)
         ops = make_patch(obj, defaulted.obj)
     except RecursionError:
@@ -269,11 +286,19 @@ def validate(request: AdmissionRequest) -> AdmissionResponse:
     if (denial := _not_ours(request)) is not None:
         return denial
     obj = request.get("object") or {}
-    old = request.get("oldObject") if request["operation"] == "UPDATE" else None
+    old = request.get("oldObject")
     try:
-        errors = validate_modelbooster(obj, old=old)
+        if _spec_unchanged(request):
+            return _allowed(request)
+        if request["operation"] == "UPDATE" and old is not None:
+            verdict = validate_update(obj, old=old)
+        else:
+            verdict = Ratcheted(errors=validate_modelbooster(obj))
     except RecursionError:
         return _too_deep(request)
     except Exception:
         return _internal(request, "validating")
-    return _invalid(request, errors) if errors else _allowed(request)
+    response = _invalid(request, verdict.errors) if verdict.errors else _allowed(request)
+    if verdict.carried:
+        response["warnings"] = carried_warnings(verdict.carried)
+    return response
