@@ -7,8 +7,8 @@ synthesizing) use `parse_modelbooster`, which defaults first, validates, and ret
 The rules that only matter when defaulting was skipped (e.g. "scaleToZeroGracePeriod must be provided
 when model-level autoscaling is set") therefore fire only when the mutating webhook was bypassed.
 
-Order of the errors (all are collected, none short-circuits, except that an object which does not decode
-reports only its decoding errors):
+Order of the errors (all are collected up to `MAX_COLLECTED_ERRORS`, none short-circuits, except that an
+object which does not decode reports only its decoding errors):
   1. the rules of kthena-v0.1.0-facts §3.4 (1)-(6), with DECISIONS §4's path fixes;
   2. the unsupported features of DECISIONS §2;
   3. the additional rules of DECISIONS §4 (including the newer line's engine-port, PVC and KV checks).
@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain, islice
 from typing import Any, Final
+
+from pydantic import ValidationError
 
 from shared.api.modelbooster import SUPPORTED_BACKEND_TYPES, ModelBackend, ModelBooster, ModelWorker
 from shared.constants import (
@@ -31,7 +34,15 @@ from shared.decoding import decode
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
 from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_object, engine_port, kv_connector
-from shared.errors import FieldError, ValidationFailed, duplicate, forbidden, invalid, required
+from shared.errors import (
+    MAX_COLLECTED_ERRORS,
+    FieldError,
+    ValidationFailed,
+    duplicate,
+    forbidden,
+    invalid,
+    required,
+)
 from shared.naming import (
     backend_resource_name,
     is_dns1123_label,
@@ -67,18 +78,18 @@ def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | No
     `old` is the stored object on UPDATE, for the rules that compare old and new.
     """
     raw = _normalised(obj)
-    model, errors = decode(ModelBooster, raw)
+    model, errors = decode(ModelBooster, raw, limit=MAX_COLLECTED_ERRORS)
     if model is None:
         return errors
-    errors.extend(_core_quantity_errors(model))
-    errors.extend(_reference_rules(model))
-    errors.extend(_unsupported_features(raw))
-    errors.extend(_additional_rules(model))
-    if old is not None:
-        old_model, old_errors = decode(ModelBooster, _normalised(old))
-        if old_model is not None and not old_errors:
-            errors.extend(_update_rules(model, old_model))
-    return errors
+    # Lazily, so that an object with tens of thousands of mistakes stops costing at the collection limit.
+    found = chain(
+        _core_quantity_errors(model),
+        _reference_rules(model),
+        _unsupported_features(raw),
+        _additional_rules(model),
+        _update_errors(model, old),
+    )
+    return list(islice(found, MAX_COLLECTED_ERRORS))
 
 
 def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> ModelBooster:
@@ -557,6 +568,16 @@ def _duplicates(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
 
 # ---------------------------------------------------------------------------------------------------------
 # UPDATE rules
+
+
+def _update_errors(new: ModelBooster, old: Mapping[str, Any] | None) -> Iterator[FieldError]:
+    if old is None:
+        return
+    try:
+        old_model = ModelBooster.model_validate(_normalised(old))
+    except ValidationError:
+        return  # a stored object that does not decode has nothing to compare with; its errors are not ours
+    yield from _update_rules(new, old_model)
 
 
 def _update_rules(new: ModelBooster, old: ModelBooster) -> Iterator[FieldError]:
