@@ -23,6 +23,9 @@ from certs.reload import ReloadOutcome, ReloadResult
 
 # Prometheus' Go client default buckets, which controller-runtime's webhook latency histogram uses.
 LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Why a request was dropped: too many in flight (429), no room in the body budget (429), body not sent
+# within --request-read-timeout (408), client hung up mid-body.
+DROP_REASONS: Final = ("too_many_in_flight", "body_budget", "read_timeout", "client_disconnected")
 
 
 class WebhookMetrics:
@@ -54,6 +57,18 @@ class WebhookMetrics:
             "modelbooster_admission_decisions_total",
             "Admission decisions by webhook path, operation and outcome.",
             ["webhook", "operation", "allowed"],
+            registry=self.registry,
+        )
+        self.dropped = Counter(
+            "modelbooster_webhook_requests_dropped_total",
+            "Admission requests not served: refused to protect the webhook (answered 429 or 408), "
+            "or abandoned by the client mid-body (nothing to answer).",
+            ["webhook", "reason"],
+            registry=self.registry,
+        )
+        self.buffered_bytes = Gauge(
+            "modelbooster_webhook_buffered_bytes",
+            "Request body bytes reserved in memory now, out of --max-buffered-bytes.",
             registry=self.registry,
         )
         self.cert_reloads = Counter(
@@ -91,6 +106,7 @@ class PathMetrics:
         self._decisions = metrics.decisions
         self._by_code: dict[int, Counter] = {}
         self._by_decision: dict[tuple[str, bool], Counter] = {}
+        self._dropped = {reason: metrics.dropped.labels(webhook=path, reason=reason) for reason in DROP_REASONS}
 
     def request_done(self, *, status: int, seconds: float) -> None:
         self.latency.observe(seconds)
@@ -98,6 +114,9 @@ class PathMetrics:
         if counter is None:
             counter = self._by_code[status] = self._requests.labels(webhook=self.path, code=str(status))
         counter.inc()
+
+    def drop(self, reason: str) -> None:
+        self._dropped[reason].inc()
 
     def decision(self, *, operation: str, allowed: bool) -> None:
         counter = self._by_decision.get((operation, allowed))
