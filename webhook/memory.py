@@ -58,16 +58,21 @@ class Trimmer:
         self._allocator = allocator
         self._after_bytes = after_bytes
         self._pending = 0
+        self._due = False
         self.trims = 0
 
     def released(self, size: int) -> bool:
-        """Note `size` bytes freed; True when a trim is now due."""
+        """Note `size` bytes freed; True (once, until `trim` runs) when a trim has become due."""
         self._pending += size
-        return self._allocator is not None and self._pending >= self._after_bytes
+        if self._allocator is None or self._due or self._pending < self._after_bytes:
+            return False
+        self._due = True
+        return True
 
     def trim(self) -> None:
         if self._allocator is None:
             return
         self._pending = 0
+        self._due = False
         self.trims += 1
         self._allocator.trim()

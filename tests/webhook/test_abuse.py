@@ -7,6 +7,7 @@ up halfway through it.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -306,3 +307,15 @@ async def test_a_review_with_ten_thousand_errors_gets_a_short_denial(webhook: We
     lines = status["message"].splitlines()
     assert len(lines) == 22
     assert lines[-1] == f"  - {causes[-1]['field']}: {causes[-1]['message']}"
+
+
+async def test_memory_is_handed_back_after_large_bodies(webhook: Webhook) -> None:
+    server = webhook.server
+    trims = server.state.trimmer.trims
+    body = json.dumps(review(operation="DELETE", obj=None, old=single_vllm())) + " " * (3 * 1024 * KiB - 4096)
+    for _ in range(3):  # 9 MiB of bodies in all: past the 8 MiB after which the heap is trimmed
+        async with webhook.session.post(
+            webhook.base + VALIDATE_PATH, data=io.BytesIO(body.encode()), headers={"Content-Type": "application/json"}
+        ) as response:
+            assert response.status == 200
+    await _eventually(lambda: server.state.trimmer.trims == trims + 1)

@@ -111,6 +111,7 @@ def test_a_trim_is_due_after_enough_bytes_are_released() -> None:
     trimmer = Trimmer(allocator, after_bytes=100)
     assert not trimmer.released(60)
     assert trimmer.released(40)
+    assert not trimmer.released(500)  # already due: one trim is enough
     trimmer.trim()
     assert (allocator.calls, trimmer.trims) == (1, 1)
     assert not trimmer.released(99)
