@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from shared.decoding import ROOT_PATH
-from shared.errors import FieldError
+from shared.errors import ROOT_PATH, FieldError
 from shared.fieldpath import BadFieldPath, Step, parse
 from shared.unsupported import UNSUPPORTED_DETAILS
 

@@ -10,8 +10,8 @@ when model-level autoscaling is set") therefore fire only when the mutating webh
 leaves unchanged carried over instead of refused (shared/ratchet.py); a rule that compares several fields
 lists them in its errors' `reads`.
 
-Order of the errors (all are collected, none short-circuits, except that an object which does not decode
-reports only its decoding errors):
+Order of the errors (all are collected up to `MAX_COLLECTED_ERRORS`, none short-circuits, except that an
+object which does not decode reports only its decoding errors):
   1. the reference's rules, docs/design/validation.md §4 (with the real JSON paths);
   2. the unsupported features, docs/design/validation.md §5;
   3. the additional rules, docs/design/validation.md §6 (including the newer line's engine-port, PVC and KV checks).
@@ -23,6 +23,7 @@ import functools
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from itertools import chain, islice
 from typing import Any, Final
 
 from shared.api.modelbooster import SUPPORTED_BACKEND_TYPES, ModelBackend, ModelBooster, ModelWorker
@@ -36,7 +37,15 @@ from shared.decoding import decode
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
 from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_object, engine_port, kv_connector
-from shared.errors import FieldError, ValidationFailed, duplicate, forbidden, invalid, required
+from shared.errors import (
+    MAX_COLLECTED_ERRORS,
+    FieldError,
+    ValidationFailed,
+    duplicate,
+    forbidden,
+    invalid,
+    required,
+)
 from shared.naming import (
     backend_resource_name,
     is_dns1123_label,
@@ -116,13 +125,14 @@ def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None 
 
 def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[FieldError]]:
     """The decoded model (None if it does not decode) and the errors of every rule about the object itself."""
-    model, errors = decode(ModelBooster, raw)
+    model, errors = decode(ModelBooster, raw, limit=MAX_COLLECTED_ERRORS)
     if model is None:
         return None, errors
-    errors.extend(_core_quantity_errors(model))
-    errors.extend(_reference_rules(model))
-    errors.extend(_unsupported_features(raw))
-    errors.extend(_additional_rules(model))
+    # Lazily, so that an object with tens of thousands of mistakes stops costing at the collection limit.
+    found = chain(
+        _core_quantity_errors(model), _reference_rules(model), _unsupported_features(raw), _additional_rules(model)
+    )
+    errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors), 0)))
     return model, errors
 
 
