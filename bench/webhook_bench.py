@@ -393,10 +393,18 @@ def _spawn(command: list[str], stack: ExitStack) -> subprocess.Popen[str]:
     return process
 
 
-def main_bench(args: argparse.Namespace) -> int:
+def write_certificates(work: Path) -> None:
+    """ca.crt, tls.crt and tls.key in `work`, the serving pair valid for 127.0.0.1."""
     sys.path.insert(0, str(ROOT))
     from certs.authority import create_ca, issue_serving_cert
 
+    ca = create_ca()
+    pair = issue_serving_cert(ca=ca, service="modelbooster-webhook", namespace="bench", extra_sans=["127.0.0.1"])
+    for name, data in (("ca.crt", ca.cert_pem), ("tls.crt", pair.cert_pem), ("tls.key", pair.key_pem)):
+        (work / name).write_bytes(data)
+
+
+def main_bench(args: argparse.Namespace) -> int:
     use_wrk = args.client == "wrk" or (args.client == "auto" and shutil.which("wrk") is not None)
     if args.client == "wrk" and shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk), use --client aiohttp", file=sys.stderr)
@@ -404,10 +412,7 @@ def main_bench(args: argparse.Namespace) -> int:
     connection_counts = [int(value) for value in args.connections.split(",")]
     with tempfile.TemporaryDirectory(prefix="webhook-bench-") as scratch, ExitStack() as stack:
         work = Path(scratch)
-        ca = create_ca()
-        pair = issue_serving_cert(ca=ca, service="modelbooster-webhook", namespace="bench", extra_sans=["127.0.0.1"])
-        for name, data in (("ca.crt", ca.cert_pem), ("tls.crt", pair.cert_pem), ("tls.key", pair.key_pem)):
-            (work / name).write_bytes(data)
+        write_certificates(work)
         bodies = {
             "validate": work / "validate.json",
             "mutate": work / "mutate.json",
@@ -527,6 +532,15 @@ def main_bench(args: argparse.Namespace) -> int:
     )
 
 
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        # Other work on the machine skews every figure; the load average says how much there was.
+        "load_average_at_end": [round(value, 2) for value in os.getloadavg()],
+    }
+
+
 def _median_round(loads: list[Load]) -> Load:
     """The round with the median throughput (its own latencies with it, not a mix of rounds)."""
     ordered = sorted(loads, key=lambda load: load.rps)
@@ -591,12 +605,7 @@ def _report(
         json.dumps(
             {
                 "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "python": sys.version.split()[0],
-                    # Other work on the machine skews every figure; the load average says how much there was.
-                    "load_average_at_end": [round(value, 2) for value in os.getloadavg()],
-                },
+                "machine": machine(),
                 "client": client,
                 "duration_s": args.duration,
                 "event_loop": args.event_loop,

@@ -1,7 +1,8 @@
 """`modelbooster validate -f FILE|-`: the admission checks, offline.
 
 Each ModelBooster in the file is defaulted (as the mutating webhook would) and validated (as the validating
-webhook would). Exit codes: 0 all valid; 1 at least one is rejected (the webhook's message is printed on
+webhook would); with `--old`, as an UPDATE of the stored object, so unchanged fields that no longer pass are
+warnings, not errors. Exit codes: 0 all valid; 1 at least one is rejected (the webhook's message is printed on
 stderr); 2 the file itself is unusable (missing, not YAML, empty, wrong kind or apiVersion), with a
 one-line reason. Defaulting notes are printed as `Warning: ...` lines on stderr, like kubectl does.
 """
@@ -19,7 +20,8 @@ import yaml
 from modelbooster.manifests import ManifestError, check_modelbooster_identity, load_documents, source_name
 from shared.defaults import apply_defaults
 from shared.errors import format_denial
-from shared.validation import validate_modelbooster
+from shared.ratchet import carried_warnings
+from shared.validation import validate_modelbooster, validate_update
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -58,7 +60,13 @@ def run(args: argparse.Namespace) -> int:
         for warning in defaulted.warnings:
             print(f"Warning: {label}{warning}", file=sys.stderr)
         old = old_by_key.get(_key(document))
-        errors = validate_modelbooster(defaulted.obj, old=apply_defaults(old).obj if old is not None else None)
+        if old is None:
+            errors = validate_modelbooster(defaulted.obj)
+        else:
+            verdict = validate_update(defaulted.obj, old=old)
+            errors = verdict.errors
+            for warning in carried_warnings(verdict.carried):
+                print(f"Warning: {label}{warning}", file=sys.stderr)
         if errors:
             status = EXIT_INVALID
             if several:

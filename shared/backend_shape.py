@@ -108,7 +108,10 @@ def on_wire(errors: Iterable[FieldError], *, single: bool) -> list[FieldError]:
     """The errors with the paths the user wrote: unchanged for `spec.backends`, mapped for `spec.backend`."""
     if not single:
         return list(errors)
-    return [replace(error, path=wire_path(error.path)) for error in errors]
+    return [
+        replace(error, path=wire_path(error.path), reads=tuple(wire_path(path) for path in error.reads))
+        for error in errors
+    ]
 
 
 def with_shape_hints(

@@ -15,12 +15,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from shared.errors import FieldError
+from shared.errors import ROOT_PATH, FieldError
 from shared.schema import structural_schema
 
 M = TypeVar("M", bound=BaseModel)
-
-ROOT_PATH = "<root>"
 
 _TYPE_NAMES: dict[str, str] = {
     "int_type": "integer",
@@ -40,19 +38,22 @@ _TYPE_NAMES: dict[str, str] = {
 }
 
 
-def decode(model: type[M], obj: Mapping[str, Any]) -> tuple[M | None, list[FieldError]]:
-    """The model, or None with the field errors that explain why the object does not decode."""
+def decode(model: type[M], obj: Mapping[str, Any], *, limit: int | None = None) -> tuple[M | None, list[FieldError]]:
+    """The model, or None with the field errors that explain why the object does not decode (the first
+    `limit` of them, when given)."""
     try:
         return model.model_validate(obj), []
     except ValidationError as error:
-        return None, field_errors(error, model=model)
+        return None, field_errors(error, model=model, limit=limit)
 
 
-def field_errors(error: ValidationError, *, model: type[BaseModel]) -> list[FieldError]:
+def field_errors(error: ValidationError, *, model: type[BaseModel], limit: int | None = None) -> list[FieldError]:
     schema = structural_schema(model)
     result: list[FieldError] = []
     seen: set[str] = set()
     for detail in error.errors(include_url=False):
+        if limit is not None and len(result) >= limit:
+            break  # rendering a location is what costs; a hostile object can hold tens of thousands
         path, node = render_location(detail["loc"], schema)
         if path in seen:  # one error per field: a union reports once per member
             continue

@@ -105,3 +105,9 @@ def cel_rules(
     for list_field, item_fields in (in_lists or {}).items():
         rules.extend(field.cel_rule_on_list_owner(list_field) for field in item_fields)
     return {"x-kubernetes-validations": rules}
+
+
+# How the validation's error for an unsupported feature is recognised (its detail is the feature's own).
+UNSUPPORTED_DETAILS: Final = frozenset(
+    field.detail for field in (*SPEC_UNSUPPORTED, *BACKEND_UNSUPPORTED, *WORKER_UNSUPPORTED, *AUTOSCALING_UNSUPPORTED)
+)

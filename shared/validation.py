@@ -6,10 +6,13 @@ object is what admission does. Callers holding a user-written object (the CLI, t
 synthesizing) use `parse_modelbooster`, which defaults first, validates, and returns the typed model.
 The rules that only matter when defaulting was skipped (e.g. "scaleToZeroGracePeriod must be provided
 when model-level autoscaling is set") therefore fire only when the mutating webhook was bypassed.
+`validate_update` is what admission does on UPDATE: the same rules, with the errors whose values the update
+leaves unchanged carried over instead of refused (shared/ratchet.py); a rule that compares several fields
+lists them in its errors' `reads`.
 
-Order of the errors (all are collected, none short-circuits, except that an object which does not choose
-one backend shape reports only that (shared/backend_shape.py), and one which does not decode reports only its
-decoding errors):
+Order of the errors (all are collected up to `MAX_COLLECTED_ERRORS`, none short-circuits, except that an
+object which does not choose one backend shape reports only that (shared/backend_shape.py), and one which
+does not decode reports only its decoding errors):
   1. the reference's rules, docs/design/validation.md §4 (with the real JSON paths);
   2. the unsupported features, docs/design/validation.md §5;
   3. the additional rules, docs/design/validation.md §6 (including the newer line's engine-port, PVC and KV checks).
@@ -19,8 +22,11 @@ at the paths the user wrote (`spec.backend...`).
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from itertools import chain, islice
 from typing import Any, Final
 
 from shared.api.modelbooster import (
@@ -42,7 +48,15 @@ from shared.decoding import decode
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
 from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_object, engine_port, kv_connector
-from shared.errors import FieldError, ValidationFailed, duplicate, forbidden, invalid, required
+from shared.errors import (
+    MAX_COLLECTED_ERRORS,
+    FieldError,
+    ValidationFailed,
+    duplicate,
+    forbidden,
+    invalid,
+    required,
+)
 from shared.naming import (
     backend_resource_name,
     is_dns1123_label,
@@ -51,6 +65,8 @@ from shared.naming import (
     ray_worker_container_name,
 )
 from shared.quantity import check_quantity
+from shared.ratchet import Ratcheted, ratchet
+from shared.schema import structural_schema
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
     BACKEND_UNSUPPORTED,
@@ -75,37 +91,86 @@ NO_AUTOSCALING_DETAIL: Final = "minReplicas and maxReplicas must be equal when n
 def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[FieldError]:
     """All field errors of a ModelBooster as given (see the module docstring); empty when it is valid.
 
-    `old` is the stored object on UPDATE, for the rules that compare old and new.
+    With `old`, the stored object on UPDATE: the errors that UPDATE is refused for (`validate_update`).
+    """
+    if old is not None:
+        return validate_update(obj, old=old).errors
+    return _state_errors(_normalised(obj))[1]
+
+
+def validate_update(obj: Mapping[str, Any], *, old: Mapping[str, Any]) -> Ratcheted:
+    """An UPDATE from `old` to `obj`: the errors it is refused for, and the errors carried over unchanged.
+
+    Every rule runs on `obj`; an error whose values the update leaves as they were in `old` is carried over
+    rather than refused (shared/ratchet.py), so an object stored under older rules stays manageable. The
+    stored object is compared in its defaulted form, since the new one comes defaulted by the mutating
+    webhook. Not ratcheted: the rules that compare old and new (a worker's `replicas`), and an object that
+    does not decode at all, whose other rules cannot run to tell a newly added problem from an old one.
     """
     raw = _normalised(obj)
-    shape = shape_errors(raw)
-    if shape:  # which schema applies depends on the shape
-        return shape
-    model, errors = decode(ModelBooster, raw)
+    model, errors = _state_errors(raw)
     if model is None:
-        return with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
-    errors.extend(_core_quantity_errors(model))
-    errors.extend(_reference_rules(model))
-    errors.extend(_unsupported_features(raw))
-    errors.extend(_additional_rules(model))
-    if old is not None:
-        old_model, old_errors = decode(ModelBooster, _normalised(old))
-        if old_model is not None and not old_errors:
-            errors.extend(_update_rules(model, old_model))
-    return on_wire(errors, single=model.spec.backend is not None)
+        return Ratcheted(errors=errors)
+    verdict = Ratcheted()
+    if errors:  # the common case, a valid object, needs no defaulted copy of the old one
+        verdict = ratchet(errors, new=raw, old=_normalised(apply_defaults(old).obj), schema=_booster_schema())
+    # These rules read a worker's type and replicas with their defaults applied, so the raw old object does.
+    verdict.errors.extend(_update_errors(model, _normalised(old)))
+    return verdict
 
 
 def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> ModelBooster:
     """Default, validate and decode a user-written ModelBooster; raise ValidationFailed with the field errors.
 
-    This is the one entry point for synthesis: the model it returns is defaulted and valid.
+    This is the one entry point for synthesis: the model it returns is defaulted and valid. Nothing is
+    carried over here: an object that still holds a value no rule admits is not synthesized.
     """
-    defaulted = apply_defaults(obj).obj
-    old_defaulted = apply_defaults(old).obj if old is not None else None
-    errors = validate_modelbooster(defaulted, old=old_defaulted)
-    if errors:
+    defaulted = _normalised(apply_defaults(obj).obj)
+    model, errors = _state_errors(defaulted)
+    if model is not None and old is not None:
+        errors.extend(_update_errors(model, _normalised(apply_defaults(old).obj)))
+    if model is None or errors:
         raise ValidationFailed(errors)
-    return ModelBooster.model_validate(_normalised(defaulted))
+    return model
+
+
+def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[FieldError]]:
+    """The decoded model (None if it does not decode) and the errors of every rule about the object itself."""
+    shape = shape_errors(raw)
+    if shape:  # which schema applies depends on the shape
+        return None, shape
+    model, errors = decode(ModelBooster, raw, limit=MAX_COLLECTED_ERRORS)
+    if model is None:
+        return None, with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
+    # Lazily, so that an object with tens of thousands of mistakes stops costing at the collection limit.
+    found = chain(
+        _core_quantity_errors(model), _reference_rules(model), _unsupported_features(raw), _additional_rules(model)
+    )
+    errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors), 0)))
+    return model, on_wire(errors, single=model.spec.backend is not None)
+
+
+def _update_errors(model: ModelBooster, old_raw: Mapping[str, Any]) -> list[FieldError]:
+    old_model, old_errors = decode(ModelBooster, old_raw)
+    if old_model is None or old_errors:
+        return []
+    return on_wire(_update_rules(model, old_model), single=model.spec.backend is not None)
+
+
+@functools.cache
+def _booster_schema() -> dict[str, Any]:
+    """The ModelBooster's structural schema, which says how old and new values correlate (read-only)."""
+    return structural_schema(ModelBooster)
+
+
+def _reads(error: FieldError, *paths: str) -> FieldError:
+    """The error of a cross-field rule, with every field the rule read (see FieldError.reads)."""
+    return replace(error, reads=paths)
+
+
+def _autoscaling_switches(backends: Sequence[ModelBackend]) -> tuple[str, ...]:
+    """Where autoscaling is switched on: the rules that depend on model- or backend-level read these."""
+    return ("spec.autoscalingPolicy", *(f"spec.backends[{i}].autoscalingPolicy" for i in range(len(backends))))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -194,11 +259,12 @@ def _grace_periods(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
 def _replica_bounds(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
         if backend.min_replicas > backend.max_replicas:
-            yield invalid(
+            error = invalid(
                 f"spec.backends[{i}].minReplicas",
                 backend.min_replicas,
                 "minReplicas cannot be greater than maxReplicas",
             )
+            yield _reads(error, f"spec.backends[{i}].minReplicas", f"spec.backends[{i}].maxReplicas")
     total = sum(backend.max_replicas for backend in backends)
     if total > MAX_REPLICAS:
         yield invalid(
@@ -229,69 +295,81 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
     backends = spec.backends
     model_level = spec.autoscaling_policy is not None
     backend_level = any(backend.autoscaling_policy is not None for backend in backends)
+    # Every rule here depends on where autoscaling is set, so each error also reads those switches.
+    switches = _autoscaling_switches(backends)
     if not model_level:
         for i, backend in enumerate(backends):
+            path = f"spec.backends[{i}]"
             if backend.scaling_cost:
-                yield forbidden(
-                    f"spec.backends[{i}].scalingCost",
-                    "cost must not be provided when model-level autoscaling is not set",
+                error = forbidden(
+                    f"{path}.scalingCost", "cost must not be provided when model-level autoscaling is not set"
                 )
+                yield _reads(error, error.path, "spec.autoscalingPolicy")
             if backend.scale_to_zero_grace_period is not None:
-                yield forbidden(
-                    f"spec.backends[{i}].scaleToZeroGracePeriod",
+                error = forbidden(
+                    f"{path}.scaleToZeroGracePeriod",
                     "scaleToZeroGracePeriod must not be provided when model-level autoscaling is not set",
                 )
+                yield _reads(error, error.path, "spec.autoscalingPolicy")
         if spec.cost_expansion_rate_percent is not None:
-            yield forbidden(
+            error = forbidden(
                 "spec.costExpansionRatePercent",
                 "costExpansionRatePercent must not be provided when model-level autoscaling is not set",
             )
+            yield _reads(error, error.path, "spec.autoscalingPolicy")
         for i, backend in enumerate(backends):
             if backend.autoscaling_policy is not None and backend.min_replicas < 1:
-                yield invalid(
+                error = invalid(
                     f"spec.backends[{i}].minReplicas",
                     backend.min_replicas,
                     "minReplicas must be >= 1 when backend-level autoscaling is set",
                 )
+                yield _reads(error, error.path, *switches)
         if not backend_level:
             for i, backend in enumerate(backends):
                 if backend.min_replicas != backend.max_replicas:
                     value = f"minReplicas={backend.min_replicas}, maxReplicas={backend.max_replicas}"
-                    yield invalid(f"spec.backends[{i}]", value, NO_AUTOSCALING_DETAIL)
+                    error = invalid(f"spec.backends[{i}]", value, NO_AUTOSCALING_DETAIL)
+                    yield _reads(error, f"{error.path}.minReplicas", f"{error.path}.maxReplicas", *switches)
     elif not backend_level:
         for i, backend in enumerate(backends):
+            path = f"spec.backends[{i}]"
             if backend.min_replicas < 0:
-                yield invalid(
-                    f"spec.backends[{i}].minReplicas",
+                error = invalid(
+                    f"{path}.minReplicas",
                     backend.min_replicas,
                     "minReplicas must be >= 0 when model-level autoscaling is set",
                 )
+                yield _reads(error, error.path, *switches)
             if not backend.scaling_cost:
-                yield required(
-                    f"spec.backends[{i}].scalingCost", "cost must be provided when model-level autoscaling is set"
-                )
+                error = required(f"{path}.scalingCost", "cost must be provided when model-level autoscaling is set")
+                yield _reads(error, error.path, *switches)
             if backend.scale_to_zero_grace_period is None:
-                yield required(
-                    f"spec.backends[{i}].scaleToZeroGracePeriod",
+                error = required(
+                    f"{path}.scaleToZeroGracePeriod",
                     "scaleToZeroGracePeriod must be provided when model-level autoscaling is set",
                 )
+                yield _reads(error, error.path, *switches)
         total = sum(backend.min_replicas for backend in backends)
         if total < 1:
-            yield invalid(
+            error = invalid(
                 "spec.backends", total, "sum of all minReplicas must be >= 1 when model-level autoscaling is set"
             )
+            yield _reads(error, error.path, "spec.autoscalingPolicy")
         if spec.cost_expansion_rate_percent is None:
-            yield required(
+            error = required(
                 "spec.costExpansionRatePercent",
                 "costExpansionRatePercent must be provided and > 0 when model-level autoscaling is set",
             )
+            yield _reads(error, error.path, *switches)
     else:
         # The reference named the fields `autoscalingPolicyRef` here; we use the real JSON names.
-        yield forbidden(
+        error = forbidden(
             "spec.autoscalingPolicy",
             "spec.autoscalingPolicy and spec.backends[].autoscalingPolicy cannot both be set; "
             "choose model-level or backend-level autoscaling, not both",
         )
+        yield _reads(error, *switches)
 
 
 def _worker_type(worker: ModelWorker) -> str:
@@ -300,38 +378,45 @@ def _worker_type(worker: ModelWorker) -> str:
 
 def _worker_types(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
-        kind = backend.type
-        workers = backend.workers
-        if kind in _SINGLE_WORKER_TYPES:
-            if len(workers) != 1:
+        # The allowed workers depend on the backend's type: changing either re-checks them.
+        reads = (f"spec.backends[{i}].workers", f"spec.backends[{i}].type")
+        for error in _worker_type_errors(i, backend):
+            yield _reads(error, *reads)
+
+
+def _worker_type_errors(i: int, backend: ModelBackend) -> Iterator[FieldError]:
+    kind = backend.type
+    workers = backend.workers
+    if kind in _SINGLE_WORKER_TYPES:
+        if len(workers) != 1:
+            yield invalid(
+                f"spec.backends[{i}].workers",
+                len(workers),
+                f"If backend type is '{kind}', there must be exactly one worker",
+            )
+        elif _worker_type(workers[0]) != "server":
+            yield invalid(
+                f"spec.backends[{i}].workers[0].type",
+                _worker_type(workers[0]),
+                f"If backend type is '{kind}', the worker type must be 'server'",
+            )
+    elif kind == "vLLMDisaggregated":
+        for j, worker in enumerate(workers):
+            if _worker_type(worker) not in ("prefill", "decode"):
                 yield invalid(
-                    f"spec.backends[{i}].workers",
-                    len(workers),
-                    f"If backend type is '{kind}', there must be exactly one worker",
+                    f"spec.backends[{i}].workers[{j}].type",
+                    _worker_type(worker),
+                    "If backend type is 'vLLMDisaggregated', all workers must be type 'prefill' or 'decode'",
                 )
-            elif _worker_type(workers[0]) != "server":
+    elif kind == "MindIEDisaggregated":
+        for j, worker in enumerate(workers):
+            if _worker_type(worker) not in ("prefill", "decode", "controller", "coordinator"):
                 yield invalid(
-                    f"spec.backends[{i}].workers[0].type",
-                    _worker_type(workers[0]),
-                    f"If backend type is '{kind}', the worker type must be 'server'",
+                    f"spec.backends[{i}].workers[{j}].type",
+                    _worker_type(worker),
+                    "If backend type is 'MindIEDisaggregated', all workers must be type 'prefill', 'decode', "
+                    "'controller', or 'coordinator' (not 'server')",
                 )
-        elif kind == "vLLMDisaggregated":
-            for j, worker in enumerate(workers):
-                if _worker_type(worker) not in ("prefill", "decode"):
-                    yield invalid(
-                        f"spec.backends[{i}].workers[{j}].type",
-                        _worker_type(worker),
-                        "If backend type is 'vLLMDisaggregated', all workers must be type 'prefill' or 'decode'",
-                    )
-        elif kind == "MindIEDisaggregated":
-            for j, worker in enumerate(workers):
-                if _worker_type(worker) not in ("prefill", "decode", "controller", "coordinator"):
-                    yield invalid(
-                        f"spec.backends[{i}].workers[{j}].type",
-                        _worker_type(worker),
-                        "If backend type is 'MindIEDisaggregated', all workers must be type 'prefill', 'decode', "
-                        "'controller', or 'coordinator' (not 'server')",
-                    )
 
 
 def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
@@ -389,7 +474,7 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
         error = _pd_worker_counts(i, backend)
         if error is not None:
             pd_counts_ok[i] = False
-            yield error
+            yield _reads(error, error.path, f"spec.backends[{i}].type")
     for i, backend in enumerate(backends):
         for j, worker in enumerate(backend.workers):
             try:
@@ -407,9 +492,13 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
                 engine_port(backend.workers)
             except EnginePortError as port_error:
                 path = f"spec.backends[{i}].workers[{port_error.worker_index}].config.port"
-                yield invalid(path, port_error.value, str(port_error))
+                reads = (f"spec.backends[{i}].workers", f"spec.backends[{i}].type")
+                yield _reads(invalid(path, port_error.value, str(port_error)), *reads)
     for i, backend in enumerate(backends):
-        yield from _cache_uri_rules(i, backend)
+        # Each of these compares modelURI with cacheURI.
+        reads = (f"spec.backends[{i}].modelURI", f"spec.backends[{i}].cacheURI")
+        for error in _cache_uri_rules(i, backend):
+            yield _reads(error, *reads)
     for i, backend in enumerate(backends):
         if configs_ok[i] and pd_counts_ok[i]:
             try:
@@ -517,21 +606,27 @@ def _generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Itera
 
 def _container_names(index: int, model_name: str, backend: ModelBackend) -> Iterator[FieldError]:
     """Generated container names are DNS-1123 labels too, or the pods of the ModelServing are refused."""
-    candidates = [("metadata.name", model_downloader_name(model_name))]
+    # (path, what the name is made of, the name)
+    candidates: list[tuple[str, tuple[str, ...], str]] = [
+        ("metadata.name", ("metadata.name",), model_downloader_name(model_name))
+    ]
     adapters = backend.lora_adapters or ()
     if adapters:
         last = len(adapters) - 1
-        candidates.append(("metadata.name", lora_downloader_name(model_name, last)))
+        made_of = ("metadata.name", f"spec.backends[{index}].loraAdapters")
+        candidates.append(("metadata.name", made_of, lora_downloader_name(model_name, last)))
     if backend.type == "vLLM":
-        candidates.append((f"spec.backends[{index}].name", ray_worker_container_name(backend.name)))
-    for path, container in candidates:
+        made_of = (f"spec.backends[{index}].name", f"spec.backends[{index}].type")
+        candidates.append((f"spec.backends[{index}].name", made_of, ray_worker_container_name(backend.name)))
+    for path, reads, container in candidates:
         if not is_dns1123_label(container):
-            yield invalid(
+            error = invalid(
                 path,
                 container,
                 f"the generated container name {container!r} must be a DNS-1123 label of at most 63 characters; "
                 "shorten the name",
             )
+            yield _reads(error, *reads)
 
 
 def _route_model_name_clashes(model: ModelBooster) -> Iterator[FieldError]:

@@ -13,14 +13,17 @@ from typing import Any, Final, Literal, NotRequired, TypedDict, cast, get_args
 
 from shared.constants import KIND_MODEL_BOOSTER, WORKLOAD_GROUP
 from shared.defaults import apply_defaults
-from shared.errors import FieldError, format_denial
-from shared.validation import validate_modelbooster
+from shared.errors import FieldError, denial_lines, denial_message
+from shared.ratchet import Ratcheted, carried_warnings, same_json
+from shared.validation import validate_modelbooster, validate_update
 from webhook.patch import encode_patch, make_patch
+from webhook.shape import excess
 
 log = logging.getLogger(__name__)
 
 ADMISSION_API_VERSION: Final = "admission.k8s.io/v1"
 ADMISSION_KIND: Final = "AdmissionReview"
+MAX_SHOWN_WARNINGS: Final = 10
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 OPERATIONS: Final[tuple[str, ...]] = get_args(Operation)
@@ -184,17 +187,10 @@ def _denied(request: AdmissionRequest, *, code: int, reason: DenialReason, messa
 
 def _invalid(request: AdmissionRequest, errors: Sequence[FieldError]) -> AdmissionResponse:
     """422 Invalid with one StatusCause per field error, as kube-apiserver's own validation reports."""
-    response = _denied(request, code=422, reason="Invalid", message=format_denial(errors))
-    causes: list[StatusCause] = []
-    for error in errors:
-        rendered = error.render()
-        causes.append(
-            {
-                "reason": error.cause_reason,
-                "message": rendered.removeprefix(f"{error.path}: "),
-                "field": error.path,
-            }
-        )
+    lines = denial_lines(errors)
+    response = _denied(request, code=422, reason="Invalid", message=denial_message(lines))
+    # The same lines as the message: kubectl prints the causes, not the message, for an Invalid status.
+    causes: list[StatusCause] = [{"reason": line.reason, "message": line.body, "field": line.path} for line in lines]
     _, name = object_identity(request)
     response["status"]["details"] = {
         "name": name,
@@ -222,6 +218,25 @@ def _too_deep(request: AdmissionRequest) -> AdmissionResponse:
     return _denied(request, code=400, reason="BadRequest", message="the object is nested too deeply to be processed")
 
 
+def beyond_bounds(request: AdmissionRequest) -> AdmissionResponse | None:
+    """A denial when the object is nested too deeply or holds too many values (webhook/shape.py).
+
+    Checked before defaulting and validation, so that /mutate and /validate give the same answer. An
+    oldObject beyond the bounds was stored without this webhook; it is set aside (the UPDATE rules that
+    compare with it are skipped) rather than making the object impossible to fix.
+    """
+    if _untouched(request):
+        return None
+    why = excess(request.get("object") or {})
+    if why is not None:
+        return _denied(request, code=400, reason="BadRequest", message=f"the object cannot be admitted: {why}")
+    old = request.get("oldObject")
+    if old is not None and excess(old) is not None:
+        log.info("oldObject beyond the shape bounds: UPDATE rules skipped", extra={"context": {"uid": request["uid"]}})
+        request["oldObject"] = None
+    return None
+
+
 def _not_ours(request: AdmissionRequest) -> AdmissionResponse | None:
     """A denial when the request is for another kind (a misconfigured webhook configuration)."""
     kind = request.get("kind")
@@ -242,6 +257,20 @@ def _untouched(request: AdmissionRequest) -> bool:
     return request["operation"] in ("DELETE", "CONNECT") or bool(request.get("subResource"))
 
 
+def _spec_unchanged(request: AdmissionRequest) -> bool:
+    """An UPDATE that changes nothing but metadata (labels, annotations, finalizers, ownerReferences,
+    deletion) or status: never blocked and never patched, so that an object stored under older rules can
+    still be relabelled, finalized by the garbage collector, and deleted."""
+    if request["operation"] != "UPDATE":
+        return False
+    new, old = request.get("object") or {}, request.get("oldObject") or {}
+    ignored = ("metadata", "status")
+    return same_json(
+        {key: value for key, value in new.items() if key not in ignored},
+        {key: value for key, value in old.items() if key not in ignored},
+    )
+
+
 def mutate(request: AdmissionRequest) -> AdmissionResponse:
     if _untouched(request):
         return _allowed(request)
@@ -249,6 +278,8 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
         return denial
     obj = request.get("object") or {}
     try:
+        if _spec_unchanged(request):
+            return _allowed(request)
         defaulted = apply_defaults(obj)
         ops = make_patch(obj, defaulted.obj)
     except RecursionError:
@@ -259,8 +290,16 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
     response["patch"] = encode_patch(ops)
     response["patchType"] = "JSONPatch"
     if defaulted.warnings:
-        response["warnings"] = list(defaulted.warnings)
+        response["warnings"] = _shown_warnings(defaulted.warnings)
     return response
+
+
+def _shown_warnings(warnings: Sequence[str]) -> list[str]:
+    # One warning per worker could be thousands in a hostile object; kubectl prints each on its own line.
+    shown = list(warnings[:MAX_SHOWN_WARNINGS])
+    if len(warnings) > len(shown):
+        shown.append(f"and {len(warnings) - len(shown)} more warnings like these, not shown")
+    return shown
 
 
 def validate(request: AdmissionRequest) -> AdmissionResponse:
@@ -269,11 +308,19 @@ def validate(request: AdmissionRequest) -> AdmissionResponse:
     if (denial := _not_ours(request)) is not None:
         return denial
     obj = request.get("object") or {}
-    old = request.get("oldObject") if request["operation"] == "UPDATE" else None
+    old = request.get("oldObject")
     try:
-        errors = validate_modelbooster(obj, old=old)
+        if _spec_unchanged(request):
+            return _allowed(request)
+        if request["operation"] == "UPDATE" and old is not None:
+            verdict = validate_update(obj, old=old)
+        else:
+            verdict = Ratcheted(errors=validate_modelbooster(obj))
     except RecursionError:
         return _too_deep(request)
     except Exception:
         return _internal(request, "validating")
-    return _invalid(request, errors) if errors else _allowed(request)
+    response = _invalid(request, verdict.errors) if verdict.errors else _allowed(request)
+    if verdict.carried:
+        response["warnings"] = carried_warnings(verdict.carried)
+    return response

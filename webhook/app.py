@@ -1,17 +1,23 @@
 """The aiohttp applications: admission over HTTPS, and metrics and probes over plain HTTP.
 
 Transport problems are answered here, each with a one-line plain-text reason and never a traceback:
-405 (not POST), 415 (not JSON), 413 (body over the limit), 400 (not an AdmissionReview we can answer).
-Everything else is an AdmissionReview response with HTTP 200, allowed or denied (webhook/admission.py).
+405 (not POST), 415 (not JSON), 413 (body over the limit), 400 (not an AdmissionReview we can answer),
+and, to protect the webhook itself, 429 with Retry-After (too many requests in flight, or no room left in
+the memory budget for bodies) and 408 (body not received in time). A client that hangs up mid-body gets
+nothing and is counted, not logged as an error. Everything else is an AdmissionReview response with
+HTTP 200, allowed or denied (webhook/admission.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
+import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -23,14 +29,19 @@ from webhook.admission import (
     AdmissionRequest,
     AdmissionResponse,
     BadReview,
+    beyond_bounds,
     mutate,
     object_identity,
     parse_review,
     review_response,
     validate,
 )
+from webhook.body import RETRY_AFTER_SECONDS, BodyRefused, ClientGone, read_body
+from webhook.budget import BodyBudget
+from webhook.memory import Allocator, Trimmer
 from webhook.metrics import PathMetrics, WebhookMetrics
 from webhook.settings import Settings
+from webhook.shape import surely_within_bounds
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +49,8 @@ MUTATE_PATH: Final = "/mutate/modelbooster"
 VALIDATE_PATH: Final = "/validate/modelbooster"
 JSON_TYPE: Final = "application/json"
 _LOGGED_MESSAGE_LIMIT: Final = 1000
+# Under a flood, one warning per interval says that requests are being refused; the metrics count them all.
+_SHEDDING_WARNING_INTERVAL: Final = 60.0
 
 Decide = Callable[[AdmissionRequest], AdmissionResponse]
 
@@ -47,13 +60,31 @@ class WebhookState:
     settings: Settings
     metrics: WebhookMetrics
     reloader: CertificateReloader
+    budget: BodyBudget
+    trimmer: Trimmer
     shutting_down: bool = False
     in_flight: int = 0
     # Set whenever no admission request is being served; shutdown waits on it.
     idle: asyncio.Event = field(default_factory=asyncio.Event)
+    last_shedding_warning: float = -math.inf
 
     def __post_init__(self) -> None:
         self.idle.set()
+
+    def body_released(self) -> None:
+        if self.trimmer.released(self.budget.take_released()):
+            # After this response is on its way: a trim takes milliseconds.
+            asyncio.get_running_loop().call_soon(self.trimmer.trim)
+
+    def warn_shedding(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last_shedding_warning >= _SHEDDING_WARNING_INTERVAL:
+            self.last_shedding_warning = now
+            log.warning(
+                "refusing admission requests to protect the webhook (%s); "
+                "modelbooster_webhook_requests_dropped_total counts them",
+                message,
+            )
 
     def request_started(self) -> None:
         self.in_flight += 1
@@ -86,27 +117,42 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
 
 
-async def _read_review(request: web.Request, *, limit: int) -> object | web.Response:
-    """The parsed JSON body, or the 4xx response that explains why there is none."""
+def _refuse_unread(request: web.Request) -> web.Response | None:
+    """405 or 415, decided from the request line and headers alone."""
     if request.method != "POST":
         return _plain(405, f"method {request.method} is not allowed; use POST", Allow="POST")
     charset = (request.charset or "utf-8").lower()
     if request.content_type != JSON_TYPE or charset not in ("utf-8", "utf8"):
         got = request.headers.get("Content-Type", "none")
         return _plain(415, f"unsupported Content-Type {got!r}; expected {JSON_TYPE}")
-    too_large = f"request body exceeds the limit of {limit} bytes"
-    if request.content_length is not None and request.content_length > limit:
-        return _plain(413, too_large)
-    try:
-        body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return _plain(413, too_large)
+    return None
+
+
+def _parse_json(body: bytearray) -> object | web.Response:
     try:
         parsed: object = json.loads(body, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as error:
         detail = "nested too deeply" if isinstance(error, RecursionError) else str(error)
         return _plain(400, f"malformed JSON: {detail}")
     return parsed
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while one request is decided (synchronously, nothing else runs).
+
+    A large object allocates hundreds of thousands of containers, and each full collection the
+    allocations trigger walks all of them again: that made refusing a 3 MB object super-linear. What
+    the decision leaves behind is freed by reference counting; the rare cycle waits for the next run.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _admission_handler(
@@ -116,17 +162,33 @@ def _admission_handler(
 
     async def handle(request: web.Request) -> web.StreamResponse:
         state = request.app[STATE]
-        metrics.in_flight.inc()
-        state.request_started()
         started = time.perf_counter()
-        try:
-            response = await _serve(request, state=state, metrics=metrics, decide=decide)
-        except Exception:
-            log.exception("unexpected failure serving %s", path)
-            response = _plain(500, "internal error; see the webhook's logs")
-        finally:
-            metrics.in_flight.dec()
-            state.request_finished()
+        limit = state.settings.max_requests_in_flight
+        if state.in_flight >= limit:
+            response = _shed(
+                state,
+                metrics=metrics,
+                reason="too_many_in_flight",
+                message=f"{limit} admission requests are in flight already; retry later",
+            )
+        else:
+            metrics.in_flight.inc()
+            state.request_started()
+            try:
+                response = await _serve(request, state=state, metrics=metrics, decide=decide)
+            except ClientGone:
+                metrics.drop("client_disconnected")
+                log.info(
+                    "client closed the connection before sending the whole request body",
+                    extra={"context": {"webhook": path, "received_bytes": request.content.total_bytes}},
+                )
+                return web.Response(status=400)  # nobody is left to read it; not counted as answered
+            except Exception:
+                log.exception("unexpected failure serving %s", path)
+                response = _plain(500, "internal error; see the webhook's logs")
+            finally:
+                metrics.in_flight.dec()
+                state.request_finished()
         if state.shutting_down:
             # Tell the client to take its next request elsewhere rather than reuse this connection.
             response.force_close()
@@ -136,23 +198,73 @@ def _admission_handler(
     return handle
 
 
+def _shed(state: WebhookState, *, metrics: PathMetrics, reason: str, message: str) -> web.Response:
+    metrics.drop(reason)
+    state.warn_shedding(message)
+    response = _plain(429, message, **{"Retry-After": RETRY_AFTER_SECONDS})
+    response.force_close()  # the body is not read: the connection cannot carry another request
+    return response
+
+
 async def _serve(request: web.Request, *, state: WebhookState, metrics: PathMetrics, decide: Decide) -> web.Response:
     path = metrics.path
-    parsed = await _read_review(request, limit=state.settings.max_request_bytes)
+    settings = state.settings
+    refusal = _refuse_unread(request)
+    if refusal is not None:
+        _log_bad(path=path, code=refusal.status, reason=refusal.text)
+        return refusal
+    reservation = state.budget.reservation()
+    try:
+        try:
+            body = await read_body(
+                request,
+                limit=settings.max_request_bytes,
+                budget=settings.max_buffered_bytes,
+                reservation=reservation,
+                within=settings.request_read_timeout,
+            )
+        except BodyRefused as refused:
+            return _refused(refused, state=state, metrics=metrics)
+        with _collector_paused():
+            return _answer(body, path=path, metrics=metrics, decide=decide)
+    finally:
+        reservation.release()
+        state.body_released()
+
+
+def _refused(refused: BodyRefused, *, state: WebhookState, metrics: PathMetrics) -> web.Response:
+    if refused.status == 429:
+        return _shed(state, metrics=metrics, reason=refused.reason, message=refused.message)
+    if refused.reason:
+        metrics.drop(refused.reason)
+    _log_bad(path=metrics.path, code=refused.status, reason=refused.message)
+    response = _plain(refused.status, refused.message, **refused.headers)
+    response.force_close()  # the body was not read to its end: the connection cannot carry another request
+    return response
+
+
+def _answer(body: bytearray, *, path: str, metrics: PathMetrics, decide: Decide) -> web.Response:
+    parsed = _parse_json(body)
     if isinstance(parsed, web.Response):
-        log.info("bad admission request: %s", parsed.text, extra={"context": {"webhook": path, "code": parsed.status}})
+        _log_bad(path=path, code=parsed.status, reason=parsed.text)
         return parsed
     try:
         api_version, admission = parse_review(parsed)
     except BadReview as error:
-        log.info("bad admission request: %s", error, extra={"context": {"webhook": path, "code": 400}})
+        _log_bad(path=path, code=400, reason=str(error))
         return _plain(400, str(error))
-    answer = decide(admission)
+    answer = None if surely_within_bounds(body) else beyond_bounds(admission)
+    if answer is None:
+        answer = decide(admission)
     operation = admission["operation"]
     metrics.decision(operation=operation, allowed=answer["allowed"], reason=answer.get("status", {}).get("reason"))
     _log_decision(path=path, request=admission, response=answer)
-    body = json.dumps(review_response(api_version=api_version, response=answer), separators=(",", ":"))
-    return web.Response(text=body, content_type=JSON_TYPE)
+    review = review_response(api_version=api_version, response=answer)
+    return web.Response(text=json.dumps(review, separators=(",", ":"), ensure_ascii=False), content_type=JSON_TYPE)
+
+
+def _log_bad(*, path: str, code: int, reason: str | None) -> None:
+    log.info("bad admission request: %s", (reason or "").strip(), extra={"context": {"webhook": path, "code": code}})
 
 
 def _log_decision(*, path: str, request: AdmissionRequest, response: AdmissionResponse) -> None:
@@ -199,9 +311,15 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
         min_version=TLS_VERSIONS[settings.tls_min_version],
         on_reload=metrics.record_reload,
     )
-    state = WebhookState(settings=settings, metrics=metrics, reloader=reloader)
+    state = WebhookState(
+        settings=settings,
+        metrics=metrics,
+        reloader=reloader,
+        budget=BodyBudget(settings.max_buffered_bytes, on_change=metrics.buffered_bytes.set),
+        trimmer=Trimmer(Allocator.load()),
+    )
     metrics.report_readiness(state.readiness)
-    # aiohttp enforces the size limit while reading, so an oversized chunked body is never buffered whole.
+    # Bodies are read by webhook/body.py under its own bounds; aiohttp's limit stays as a backstop.
     app = web.Application(client_max_size=settings.max_request_bytes)
     app[STATE] = state
     app.router.add_route("*", MUTATE_PATH, _admission_handler(metrics=metrics.for_path(MUTATE_PATH), decide=mutate))

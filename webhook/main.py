@@ -13,6 +13,7 @@ import gc
 import logging
 import signal
 import sys
+from typing import Final
 
 from aiohttp import web
 
@@ -20,9 +21,14 @@ from process.logs import configure
 from process.loop import event_loop_runner
 from webhook import settings as settings_module
 from webhook.app import STATE, WebhookState, make_app, make_metrics_app
+from webhook.http_log import protocol_logger
+from webhook.memory import Allocator
 from webhook.settings import Settings
 
 log = logging.getLogger(__name__)
+
+READ_AHEAD_BYTES: Final = 64 * 1024
+LINGER_SECONDS: Final = 1.0
 
 
 class WebhookServer:
@@ -52,6 +58,12 @@ class WebhookServer:
             access_log=None,
             shutdown_timeout=self._final_grace,
             keepalive_timeout=self.settings.keepalive_timeout,
+            # aiohttp reads ahead of the handler up to twice this per connection, outside the body budget.
+            read_bufsize=READ_AHEAD_BYTES,
+            # After an early answer (429, 413), the rest of the body is read and dropped this long so that
+            # the client sees the answer rather than a reset; then the connection is closed.
+            lingering_time=LINGER_SECONDS,
+            logger=protocol_logger(),
         )
         await runner.setup()
         self._runners.append(runner)
@@ -104,6 +116,9 @@ async def serve(settings: Settings) -> None:
     # to trigger them, and without this they put ~40 ms into the p99 (bench/webhook_bench.py, 16 connections).
     gc.collect()
     gc.freeze()
+    allocator = Allocator.load()
+    if allocator is not None:
+        allocator.pin_mmap_threshold()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -124,7 +139,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = settings_module.from_args(args)
+    try:
+        settings = settings_module.from_args(args)
+    except ValueError as error:
+        print(f"modelbooster webhook: {error}", file=sys.stderr)
+        return 2
     configure(level=settings.log_level, fmt=settings.log_format)
     runner = event_loop_runner(settings.event_loop)
     if runner is None:

@@ -27,6 +27,9 @@ from webhook.admission import DENIAL_REASONS
 # 30 s: the API server waits up to `timeoutSeconds` (at most 30), and a p99 near any such timeout must fall
 # below the last finite bucket to be measurable.
 LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0)
+# Why a request was dropped: too many in flight (429), no room in the body budget (429), body not sent
+# within --request-read-timeout (408), client hung up mid-body.
+DROP_REASONS: Final = ("too_many_in_flight", "body_budget", "read_timeout", "client_disconnected")
 
 
 class WebhookMetrics:
@@ -73,6 +76,18 @@ class WebhookMetrics:
             "else 0.",
             registry=self.registry,
         )
+        self.dropped = Counter(
+            "modelbooster_webhook_requests_dropped_total",
+            "Admission requests not served: refused to protect the webhook (answered 429 or 408), "
+            "or abandoned by the client mid-body (nothing to answer).",
+            ["webhook", "reason"],
+            registry=self.registry,
+        )
+        self.buffered_bytes = Gauge(
+            "modelbooster_webhook_buffered_bytes",
+            "Request body bytes reserved in memory now, out of --max-buffered-bytes.",
+            registry=self.registry,
+        )
         self.cert_reloads = Counter(
             "modelbooster_webhook_certificate_reloads_total",
             "Serving certificate loads from disk, by result (loaded or failed).",
@@ -113,6 +128,7 @@ class PathMetrics:
         self._by_code: dict[int, Counter] = {}
         self._by_decision: dict[tuple[str, bool], Counter] = {}
         self._by_denial = {reason: metrics.denials.labels(webhook=path, reason=reason) for reason in DENIAL_REASONS}
+        self._dropped = {reason: metrics.dropped.labels(webhook=path, reason=reason) for reason in DROP_REASONS}
 
     def request_done(self, *, status: int, seconds: float) -> None:
         self.latency.observe(seconds)
@@ -120,6 +136,9 @@ class PathMetrics:
         if counter is None:
             counter = self._by_code[status] = self._requests.labels(webhook=self.path, code=str(status))
         counter.inc()
+
+    def drop(self, reason: str) -> None:
+        self._dropped[reason].inc()
 
     def decision(self, *, operation: str, allowed: bool, reason: str | None = None) -> None:
         """Count one answer; a denial also by its Status `reason` (one of DENIAL_REASONS)."""

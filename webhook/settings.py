@@ -37,6 +37,13 @@ class Settings:
     tls_min_version: TlsVersion = "1.2"
     cert_check_interval: float = 10.0
     max_request_bytes: int = 3 * MiB
+    # A client gets this long to send a whole request body; kube-apiserver sends it at once, and gives up on
+    # the whole call after the webhook configuration's timeoutSeconds (5 s in the chart).
+    request_read_timeout: float = 5.0
+    # Request bodies held in memory at once, across all requests; beyond it new requests are answered 429.
+    max_buffered_bytes: int = 32 * MiB
+    # Admission requests served at once; beyond it new ones are answered 429.
+    max_requests_in_flight: int = 64
     # Below the pod's default terminationGracePeriodSeconds (30 s), so in-flight requests finish first.
     shutdown_timeout: float = 25.0
     # Time to keep serving after SIGTERM while /readyz fails, so endpoints drop the pod before we stop.
@@ -45,6 +52,13 @@ class Settings:
     log_level: str = "info"
     log_format: LogFormat = "text"
     event_loop: EventLoop = "auto"
+
+    def __post_init__(self) -> None:
+        if self.max_buffered_bytes < self.max_request_bytes:
+            raise ValueError(
+                f"--max-buffered-bytes ({self.max_buffered_bytes}) must be at least --max-request-bytes "
+                f"({self.max_request_bytes}), or no request of the largest size could ever be read"
+            )
 
 
 _DEFAULTS: Final = Settings()
@@ -68,6 +82,21 @@ _FLAGS: Final[dict[str, Flag]] = {
         "cert_check_interval", positive_float, "seconds between checks of the certificate files"
     ),
     "--max-request-bytes": _flag("max_request_bytes", positive_int, "largest request body accepted (bytes)"),
+    "--request-read-timeout": _flag(
+        "request_read_timeout",
+        positive_float,
+        "seconds a client gets to send a whole request; slower ones are answered 408 and disconnected",
+    ),
+    "--max-buffered-bytes": _flag(
+        "max_buffered_bytes",
+        positive_int,
+        "request body bytes held in memory across all requests; beyond it new requests are answered 429",
+    ),
+    "--max-requests-in-flight": _flag(
+        "max_requests_in_flight",
+        positive_int,
+        "admission requests served at once; beyond it new requests are answered 429",
+    ),
     "--shutdown-timeout": _flag(
         "shutdown_timeout", non_negative_float, "seconds in-flight requests may take to finish after SIGTERM"
     ),

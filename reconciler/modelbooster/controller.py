@@ -78,6 +78,7 @@ from shared.constants import (
 )
 from shared.errors import ValidationFailed
 from shared.naming import backend_resource_name
+from shared.remedy import how_to_fix
 from shared.validation import parse_modelbooster
 
 logger = logging.getLogger(__name__)
@@ -222,11 +223,15 @@ class ModelBoosterReconciler:
 
     @staticmethod
     def parse(booster: dict[str, Any]) -> ModelBooster:
-        """Default and validate like admission does; raise InvalidSpec with the message a user should see."""
+        """Default and validate like admission does; raise InvalidSpec with the message a user should see:
+        the webhook's denial, then what to do about it. Nothing is carried over here, unlike on an admitted
+        UPDATE: an object still holding a field we do not support is not synthesized."""
         try:
             return parse_modelbooster({key: value for key, value in booster.items() if key != "status"})
         except ValidationFailed as error:
-            raise InvalidSpec(str(error)) from None
+            meta = booster.get("metadata") or {}
+            remedy = how_to_fix(error.errors, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")))
+            raise InvalidSpec(f"{error}\n{remedy}") from None
 
     def _synthesize(self, typed: ModelBooster) -> list[Desired]:
         try:

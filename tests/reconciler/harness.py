@@ -154,6 +154,17 @@ class RunningReconciler:
         return 0.0 if value is None else value
 
 
+def child_writes(reconciler: RunningReconciler) -> list[tuple[str, str, str]]:
+    """(verb, resource, name) of the reconciler's writes to children (creates carry the name in the body)."""
+    result = []
+    for entry in reconciler.writes():
+        if entry.resource in ("events", "leases") or entry.resource == "modelboosters":
+            continue
+        name = entry.name or (entry.body or {}).get("metadata", {}).get("name", "")
+        result.append((entry.verb, entry.resource, name))
+    return sorted(result)
+
+
 class Cluster:
     """What a test (the user, an autoscaler, a ModelServing controller) does through the API."""
 

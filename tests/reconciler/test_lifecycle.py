@@ -20,6 +20,7 @@ from tests.reconciler.harness import (
     RunningReconciler,
     backend,
     booster,
+    child_writes,
     crd_documents,
     eventually,
     model_level,
@@ -33,17 +34,6 @@ TWO_BACKENDS = {
     "AutoscalingPolicy": ["m"],
     "AutoscalingPolicyBinding": ["m"],
 }
-
-
-def child_writes(reconciler: RunningReconciler) -> list[tuple[str, str, str]]:
-    """(verb, resource, name) of the reconciler's writes to children (creates carry the name in the body)."""
-    result = []
-    for entry in reconciler.writes():
-        if entry.resource in ("events", "leases") or entry.resource == "modelboosters":
-            continue
-        name = entry.name or (entry.body or {}).get("metadata", {}).get("name", "")
-        result.append((entry.verb, entry.resource, name))
-    return sorted(result)
 
 
 def backends_column(cluster: Cluster, name: str = "m") -> object:

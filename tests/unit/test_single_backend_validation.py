@@ -11,7 +11,7 @@ import pytest
 
 from shared.api.modelbooster import ModelBooster
 from shared.defaults import apply_defaults
-from shared.validation import parse_modelbooster, validate_modelbooster
+from shared.validation import parse_modelbooster, validate_modelbooster, validate_update
 from tests.unit.crd_support import cel_denials, openapi_schema
 from tests.unit.factories import backend, modelbooster, policy, single_backend, single_modelbooster, worker
 
@@ -232,3 +232,29 @@ def test_moving_between_shapes_keeps_the_same_backend_under_the_same_rules(direc
     # A new backend name is a new ModelServing: any replicas.
     renamed = single_modelbooster(single_backend("b", workers=[worker(replicas=2)]))
     assert lines(renamed, old=listed) == []
+
+
+# --- UPDATE ratcheting reads the single backend's own paths -------------------------------------------------------
+
+LONG = "b" * 62  # m-<62 characters>: the generated ModelServing name is one character too long
+
+
+def test_an_update_carries_over_a_problem_a_kthena_v1_object_was_stored_with() -> None:
+    """Kthena v1.0 did not check the generated names: such an object stays manageable, its problem a warning."""
+    old = apply_defaults(single_modelbooster(single_backend(LONG))).obj
+    new = apply_defaults(single_modelbooster(single_backend(LONG, replicas=4))).obj
+    verdict = validate_update(new, old=old)
+    assert verdict.errors == []
+    assert [error.path for error in verdict.carried] == ["spec.backend.name"]
+
+
+def test_an_update_that_brings_the_problem_is_refused_at_the_single_backend_path() -> None:
+    old = apply_defaults(single_modelbooster(single_backend("b"))).obj
+    new = apply_defaults(single_modelbooster(single_backend(LONG))).obj
+    assert [error.path for error in validate_update(new, old=old).errors] == ["spec.backend.name"]
+
+
+def test_the_reads_of_a_cross_field_rule_name_the_single_backends_fields() -> None:
+    (error,) = validate_modelbooster(single_modelbooster(single_backend(modelURI="pvc://m/x", cacheURI="pvc://c")))
+    assert error.path == "spec.backend.modelURI"
+    assert error.reads == ("spec.backend.modelURI", "spec.backend.cacheURI")

@@ -166,3 +166,20 @@ def test_old_file_runs_the_update_checks(capsys: pytest.CaptureFixture[str], tmp
     other = write(tmp_path, modelbooster(backend(workers=[worker(replicas=1)]), name="other"), name="other.yaml")
     code, _, _ = run(capsys, "-f", new, "--old", other)
     assert code == 0  # no stored object of that name: a CREATE
+
+
+def test_old_file_carries_unchanged_fields_over_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    stored = modelbooster(backend(workers=[worker(networkTopology={"mode": "hard"})]), name="m")
+    old = write(tmp_path, stored, name="old.yaml")
+    edited = {**stored, "spec": {**stored["spec"], "modelMatch": {"headers": {"x": {"exact": "y"}}}}}
+    code, out, err = run(capsys, "-f", write(tmp_path, edited, name="new.yaml"), "--old", old)
+    assert (code, out) == (0, 'ModelBooster "m": valid\n')
+    assert err.startswith(
+        "Warning: spec.backends[0].workers[0].networkTopology is ignored: topology configuration of ModelServing "
+        "is not supported; create the ModelServing yourself\nWarning: fields carried over unchanged are not refused"
+    )
+    code, _, err = run(capsys, "-f", write(tmp_path, edited, name="new.yaml"))
+    assert code == 1  # the same object as a CREATE
+    assert "networkTopology: Forbidden" in err

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shared.errors import ValidationFailed, format_denial
+from shared.errors import MAX_COLLECTED_ERRORS, ValidationFailed, format_denial
 from shared.validation import parse_modelbooster, validate_modelbooster
 from tests.unit.factories import backend, modelbooster, pd_workers, policy, worker
 
@@ -763,3 +763,36 @@ def test_parse_modelbooster_applies_update_rules_against_the_defaulted_old_objec
     old = modelbooster(backend(workers=[worker()]))  # replicas absent: 1 after defaulting
     with pytest.raises(ValidationFailed):
         parse_modelbooster(modelbooster(backend(workers=[worker(replicas=0)])), old=old)
+
+
+# --- cost bounds -----------------------------------------------------------------------------------------
+
+
+def test_collection_stops_at_the_limit_for_rule_errors() -> None:
+    env = [{"name": "A", "value": "x"} for _ in range(3 * MAX_COLLECTED_ERRORS)]
+    errors = validate_modelbooster(modelbooster(backend(env=env)))
+    assert len(errors) == MAX_COLLECTED_ERRORS
+    assert errors[-1].render() == f'spec.backends[0].env[{MAX_COLLECTED_ERRORS}].name: Duplicate value: "A"'
+
+
+def test_collection_stops_at_the_limit_for_decoding_errors() -> None:
+    env = [{"name": index} for index in range(3 * MAX_COLLECTED_ERRORS)]
+    errors = validate_modelbooster(modelbooster(backend(env=env)))
+    assert len(errors) == MAX_COLLECTED_ERRORS
+    assert errors[0].render() == "spec.backends[0].env[0].name: Invalid value: 0: must be of type string"
+
+
+def test_an_old_object_that_does_not_decode_adds_no_errors() -> None:
+    old = modelbooster(backend(env=[{"name": 1}]))
+    assert validate_modelbooster(modelbooster(), old=old) == []
+
+
+def test_the_denial_of_thousands_of_errors_is_short() -> None:
+    env = [{"name": "A", "value": "x"} for _ in range(3 * MAX_COLLECTED_ERRORS)]
+    with pytest.raises(ValidationFailed) as failure:
+        parse_modelbooster(modelbooster(backend(env=env)))
+    lines = str(failure.value).splitlines()
+    assert len(lines) == 1 + 20 + 1
+    assert lines[-1] == (
+        "  - spec.backends[0].env: and at least 980 more errors, not shown (validation stops after 1000)"
+    )

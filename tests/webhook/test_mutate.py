@@ -81,6 +81,18 @@ async def test_zero_pods_is_corrected_with_a_warning_and_zero_replicas_kept(webh
     assert response["warnings"][0].startswith("spec.backends[0].workers[0].pods: ")
 
 
+async def test_warnings_are_capped_and_the_rest_counted(webhook: Webhook) -> None:
+    obj = single_vllm()
+    worker = obj["spec"]["backends"][0]["workers"][0]
+    obj["spec"]["backends"][0]["workers"] = [{**worker, "pods": 0} for _ in range(25)]
+    mutated, response = await _mutated(webhook, obj)
+    assert all(worker["pods"] == 1 for worker in mutated["spec"]["backends"][0]["workers"])  # the patch is whole
+    warnings = response["warnings"]
+    assert len(warnings) == 11
+    assert warnings[9].startswith("spec.backends[0].workers[9].pods: ")
+    assert warnings[10] == "and 15 more warnings like these, not shown"
+
+
 async def test_a_defaulted_object_gets_an_empty_patch(webhook: Webhook) -> None:
     response = await webhook.admit(MUTATE_PATH, review(operation="CREATE", obj=two_backends()))
     assert response["patch"] == base64.b64encode(b"[]").decode()

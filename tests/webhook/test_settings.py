@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from modelbooster.cli import build_parser
+from webhook.main import run
 from webhook.settings import Settings, add_arguments, from_args
 
 
@@ -29,6 +30,9 @@ def test_defaults() -> None:
     assert settings.log_level == "info"
     assert settings.log_format == "text"
     assert settings.shutdown_timeout < 30  # inside the pod's default grace period
+    assert settings.request_read_timeout == 5.0
+    assert settings.max_buffered_bytes == 32 * 1024 * 1024
+    assert settings.max_requests_in_flight == 64
 
 
 def test_environment_replaces_defaults_and_flags_win() -> None:
@@ -56,6 +60,8 @@ def test_environment_replaces_defaults_and_flags_win() -> None:
         (["--max-request-bytes", "0"], "argument --max-request-bytes: '0': must be at least 1"),
         (["--log-level", "loud"], "argument --log-level: 'loud': must be one of debug, info, warning, error"),
         (["--shutdown-timeout", "-1"], "argument --shutdown-timeout: '-1': must not be negative"),
+        (["--request-read-timeout", "0"], "argument --request-read-timeout: '0': must be positive"),
+        (["--max-requests-in-flight", "0"], "argument --max-requests-in-flight: '0': must be at least 1"),
     ],
 )
 def test_bad_flags_are_named(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -78,3 +84,26 @@ def test_the_cli_dispatcher_exposes_the_webhook_flags() -> None:
     settings = from_args(args)
     assert settings.port == 0
     assert settings.log_format == "json"
+
+
+def test_the_abuse_bounds_come_from_the_environment() -> None:
+    environ = {
+        "MODELBOOSTER_WEBHOOK_REQUEST_READ_TIMEOUT": "2.5",
+        "MODELBOOSTER_WEBHOOK_MAX_BUFFERED_BYTES": str(64 * 1024 * 1024),
+        "MODELBOOSTER_WEBHOOK_MAX_REQUESTS_IN_FLIGHT": "16",
+    }
+    settings = _parse([], environ)
+    assert (settings.request_read_timeout, settings.max_buffered_bytes, settings.max_requests_in_flight) == (
+        2.5,
+        64 * 1024 * 1024,
+        16,
+    )
+
+
+def test_a_budget_smaller_than_one_request_is_refused_at_start(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["webhook", "--max-request-bytes", "2000", "--max-buffered-bytes", "1000"])
+    assert run(args) == 2
+    assert capsys.readouterr().err == (
+        "modelbooster webhook: --max-buffered-bytes (1000) must be at least --max-request-bytes (2000), "
+        "or no request of the largest size could ever be read\n"
+    )
