@@ -1,4 +1,4 @@
-"""Manifests written for Kthena v1.0 apply here unchanged (docs/kthena-v1.md).
+"""Manifests written for Kthena v1.0 apply here unchanged (docs/migrating-from-kthena.md, "Coming from Kthena v1.0").
 
 The objects in tests/unit/kthena_v1/ are our own, shaped like the examples Kthena v1.0.0 publishes (a single
 `spec.backend` with `replicas`, `spec.name`, `spec.owner`, `modelMatch`, scheduling fields). Each must pass
