@@ -277,7 +277,7 @@ class ModelBoosterSpec(ApiModel):
     @classmethod
     def _null_is_absent(cls, data: Any) -> Any:
         """A JSON null names no shape (the API server prunes it), rather than an invalid list."""
-        shapes = ("backend", "backends")
+        shapes = (backend_shape.SINGLE_FIELD, backend_shape.LIST_FIELD)
         if isinstance(data, dict) and any(key in data and data[key] is None for key in shapes):
             return {key: value for key, value in data.items() if value is not None or key not in shapes}
         return data
