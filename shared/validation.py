@@ -66,10 +66,17 @@ def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | No
 
     `old` is the stored object on UPDATE, for the rules that compare old and new.
     """
+    return _checked(obj, old=old)[1]
+
+
+def _checked(
+    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None
+) -> tuple[ModelBooster | None, list[FieldError]]:
+    """The decoded model (None when the object does not decode) and every field error."""
     raw = _normalised(obj)
     model, errors = decode(ModelBooster, raw)
     if model is None:
-        return errors
+        return None, errors
     errors.extend(_core_quantity_errors(model))
     errors.extend(_reference_rules(model))
     errors.extend(_unsupported_features(raw))
@@ -78,7 +85,7 @@ def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | No
         old_model, old_errors = decode(ModelBooster, _normalised(old))
         if old_model is not None and not old_errors:
             errors.extend(_update_rules(model, old_model))
-    return errors
+    return model, errors
 
 
 def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> ModelBooster:
@@ -88,10 +95,11 @@ def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None 
     """
     defaulted = apply_defaults(obj).obj
     old_defaulted = apply_defaults(old).obj if old is not None else None
-    errors = validate_modelbooster(defaulted, old=old_defaulted)
-    if errors:
+    # The model validation decoded is the one returned: decoding is most of validation's cost.
+    model, errors = _checked(defaulted, old=old_defaulted)
+    if errors or model is None:
         raise ValidationFailed(errors)
-    return ModelBooster.model_validate(_normalised(defaulted))
+    return model
 
 
 # ---------------------------------------------------------------------------------------------------------
