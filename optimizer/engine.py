@@ -3,7 +3,7 @@
 1. Check the system: servers must name a known class (with a target for their model), a known model, and a
    known current accelerator. The reference left such servers silently out of its solution.
 2. Per server, one candidate per accelerator that has performance data for its model (only the current
-   accelerator with `keepAccelerator`), sized by `sizing.size_candidate`, valued by the transition penalty.
+   accelerator with `keepAccelerator`), sized by `sizing.size_candidates`, valued by the transition penalty.
 3. Solve: `unlimited` wins over `milpSolver`; otherwise MILP or greedy.
 4. The solution: per server the chosen allocation with the server's load, plus the side data the reference
    only printed (usage and cost per accelerator type, total cost, changes against the current allocation).
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from optimizer.milp import solve_milp
-from optimizer.sizing import Candidate, size_candidate
+from optimizer.sizing import Candidate, SizingRequest, size_candidates
 from optimizer.solver import (
     Placement,
     ServerCandidates,
@@ -108,14 +108,26 @@ def check_system(system: System) -> list[str]:
 
 
 def build_candidates(system: System) -> dict[str, list[Candidate]]:
-    """Per server, its sized and valued candidates (empty when nothing meets its targets)."""
+    """Per server, its sized and valued candidates (empty when nothing meets its targets).
+
+    Every (server, accelerator) pair of the system is sized in one call, which solves their queues together.
+    """
+    names = sorted(system.servers)
+    requests = {name: _sizing_requests(system, system.servers[name]) for name in names}
+    sized = iter(size_candidates([request for name in names for request in requests[name]]))
     result: dict[str, list[Candidate]] = {}
-    for name in sorted(system.servers):
-        result[name] = _server_candidates(system, system.servers[name])
+    for name in names:
+        current = system.servers[name].current
+        found = [next(sized) for _ in requests[name]]
+        result[name] = [
+            replace(candidate, value=transition_value(current, candidate))
+            for candidate in found
+            if candidate is not None
+        ]
     return result
 
 
-def _server_candidates(system: System, server: Server) -> list[Candidate]:
+def _sizing_requests(system: System, server: Server) -> list[SizingRequest]:
     service_class = system.class_of(server)
     target = service_class.target_for(server.model) if service_class is not None else None
     if target is None:
@@ -123,16 +135,13 @@ def _server_candidates(system: System, server: Server) -> list[Candidate]:
     names = sorted(system.accelerators)
     if server.keep_accelerator and server.current.accelerator:
         names = [server.current.accelerator] if server.current.accelerator in system.accelerators else []
-    candidates = []
+    requests = []
     for name in names:
         perf = system.perf(server.model, name)
-        if perf is None:
-            continue
-        candidate = size_candidate(server=server, accelerator=system.accelerators[name], perf=perf, target=target)
-        if candidate is None:
-            continue
-        candidates.append(replace(candidate, value=transition_value(server.current, candidate)))
-    return candidates
+        if perf is not None:
+            accelerator = system.accelerators[name]
+            requests.append(SizingRequest(server=server, accelerator=accelerator, perf=perf, target=target))
+    return requests
 
 
 def optimize(system: System, flags: OptimizerFlags | None = None) -> Solution:

@@ -16,10 +16,22 @@ Replicas = max(ceil(demand / lambda*), minNumReplicas); cost = accelerator cost 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from optimizer.queueing import QueueMetrics, StateDependentQueue, bisect
+import numpy as np
+import numpy.typing as npt
+
+from optimizer.queueing import (
+    OUTCOMES,
+    FloatArray,
+    IndexArray,
+    QueueBatch,
+    QueueMetrics,
+    StateDependentQueue,
+    bisect_batch,
+)
 from optimizer.system import Accelerator, ModelTarget, PerfData, Server
 
 SLO_PERCENTILE: Final = 0.95
@@ -86,7 +98,22 @@ class Candidate:
 
 def legacy_service_rates(*, alpha: float, beta: float, avg_length: int, max_batch: int) -> list[float]:
     """mu_n = n / ((alpha + beta * n) * L) for n = 1..N, in requests/ms."""
-    return [n / ((alpha + beta * n) * avg_length) for n in range(1, max_batch + 1)]
+    table = legacy_service_rate_table(
+        alpha=np.array([alpha], dtype=np.float64),
+        beta=np.array([beta], dtype=np.float64),
+        avg_length=np.array([avg_length], dtype=np.float64),
+        max_batch=max_batch,
+    )
+    rates: list[float] = table[0].tolist()
+    return rates
+
+
+def legacy_service_rate_table(
+    *, alpha: FloatArray, beta: FloatArray, avg_length: FloatArray, max_batch: int
+) -> FloatArray:
+    """`legacy_service_rates` of several profiles of one batch size, one row each."""
+    n = np.arange(1, max_batch + 1, dtype=np.float64)
+    return n / ((alpha[:, np.newaxis] + beta[:, np.newaxis] * n) * avg_length[:, np.newaxis])
 
 
 def batch_size(*, perf: PerfData, server: Server, avg_length: int) -> int:
@@ -104,92 +131,186 @@ def demand_rate(*, server: Server, target: ModelTarget) -> float:
     return load.arrival_rate / MS_PER_MINUTE
 
 
+@dataclass(frozen=True, slots=True)
+class SizingRequest:
+    """One (server, accelerator) pair to size, with the class's targets for the server's model."""
+
+    server: Server
+    accelerator: Accelerator
+    perf: PerfData
+    target: ModelTarget
+
+
 def size_candidate(
     *, server: Server, accelerator: Accelerator, perf: PerfData, target: ModelTarget
 ) -> Candidate | None:
-    """The legacy sizing of docs/design/inferno.md §4 (zero load: step 7).
+    """The legacy sizing of docs/design/inferno.md §4 (zero load: step 7); None when no replica count meets the
+    targets."""
+    return size_candidates([SizingRequest(server=server, accelerator=accelerator, perf=perf, target=target)])[0]
 
-    None when no replica count meets the targets.
-    """
-    load = server.load
-    if load.arrival_rate < 0 or load.avg_length < 0:
-        return None
-    if load.arrival_rate == 0 or load.avg_length == 0:
-        # No traffic to size for: keep the minimum on this accelerator (the legacy optimizer always named it).
-        return _candidate(
-            server=server,
-            accelerator=accelerator,
-            perf=perf,
-            replicas=server.min_num_replicas,
-            max_batch=server.max_batch_size if server.max_batch_size > 0 else perf.max_batch_size,
-            itl=perf.alpha + perf.beta,
-            wait=0.0,
-            rho=0.0,
-            max_rate=0.0,
-            demand=0.0,
-            profile=None,
+
+def size_candidates(requests: Sequence[SizingRequest]) -> list[Candidate | None]:
+    """`size_candidate` of every request, in order. All their queues are solved together."""
+    results: list[Candidate | None] = [None] * len(requests)
+    by_batch: dict[int, list[tuple[int, ServiceProfile]]] = {}
+    for index, request in enumerate(requests):
+        load = request.server.load
+        if load.arrival_rate < 0 or load.avg_length < 0:
+            continue
+        if load.arrival_rate == 0 or load.avg_length == 0:
+            results[index] = _idle_candidate(request)
+            continue
+        batch = batch_size(perf=request.perf, server=request.server, avg_length=load.avg_length)
+        profile = ServiceProfile(
+            alpha=request.perf.alpha,
+            beta=request.perf.beta,
+            avg_length=load.avg_length,
+            max_batch=batch,
+            capacity=MAX_QUEUE_TO_BATCH_RATIO * batch,
         )
-
-    length = load.avg_length
-    batch = batch_size(perf=perf, server=server, avg_length=length)
-    profile = ServiceProfile(
-        alpha=perf.alpha,
-        beta=perf.beta,
-        avg_length=length,
-        max_batch=batch,
-        capacity=MAX_QUEUE_TO_BATCH_RATIO * batch,
+        by_batch.setdefault(batch, []).append((index, profile))
+    # One block of queues per batch size; the rows of the blocks, in order, are `loaded`.
+    loaded = [member for members in by_batch.values() for member in members]
+    sized = _size_loaded(
+        [requests[index] for index, _ in loaded],
+        [profile for _, profile in loaded],
+        [[profile for _, profile in members] for members in by_batch.values()],
     )
-    queue = profile.queue()
-    rate_min = RATE_RANGE_LOW * queue.service_rate(1)
-    rate_max = RATE_RANGE_HIGH * queue.service_rate(batch)
+    for (index, _), candidate in zip(loaded, sized, strict=True):
+        results[index] = candidate
+    return results
 
-    best = _largest_rate_within_targets(queue, target=target, length=length, rate_min=rate_min, rate_max=rate_max)
-    if best is None:
-        return None
-    if target.slo_tps > 0:
-        best = min(best, (1 - STABILITY_SAFETY_FRACTION) * rate_max)
 
-    demand = demand_rate(server=server, target=target)
-    replicas = max(math.ceil(demand / best), server.min_num_replicas)
-    metrics = queue.solve(demand / replicas)
+def _idle_candidate(request: SizingRequest) -> Candidate:
+    """No traffic to size for: keep the minimum on this accelerator (the legacy optimizer always named it)."""
+    server, perf = request.server, request.perf
     return _candidate(
         server=server,
-        accelerator=accelerator,
+        accelerator=request.accelerator,
         perf=perf,
-        replicas=replicas,
-        max_batch=batch,
-        itl=metrics.avg_service_time / length,
-        wait=metrics.avg_wait_time,
-        rho=metrics.rho,
-        max_rate=best,
-        demand=demand,
-        profile=profile,
+        replicas=server.min_num_replicas,
+        max_batch=server.max_batch_size if server.max_batch_size > 0 else perf.max_batch_size,
+        itl=perf.alpha + perf.beta,
+        wait=0.0,
+        rho=0.0,
+        max_rate=0.0,
+        demand=0.0,
+        profile=None,
     )
 
 
-def _largest_rate_within_targets(
-    queue: StateDependentQueue, *, target: ModelTarget, length: int, rate_min: float, rate_max: float
-) -> float | None:
-    """The largest arrival rate per replica meeting the ITL and TTW targets; None if even rate_min fails.
+def _queue_blocks(blocks: Sequence[Sequence[ServiceProfile]]) -> list[tuple[FloatArray, npt.NDArray[np.int64]]]:
+    """The service rate table and capacities of each block of profiles (all of one batch size)."""
+    return [
+        (
+            legacy_service_rate_table(
+                alpha=np.array([profile.alpha for profile in block], dtype=np.float64),
+                beta=np.array([profile.beta for profile in block], dtype=np.float64),
+                avg_length=np.array([profile.avg_length for profile in block], dtype=np.float64),
+                max_batch=block[0].max_batch,
+            ),
+            np.array([profile.capacity for profile in block], dtype=np.int64),
+        )
+        for block in blocks
+    ]
+
+
+def _size_loaded(
+    requests: Sequence[SizingRequest], profiles: Sequence[ServiceProfile], blocks: Sequence[Sequence[ServiceProfile]]
+) -> list[Candidate | None]:
+    """Size requests with traffic; `blocks` groups `profiles` (same order) by batch size."""
+    tables = _queue_blocks(blocks)
+    queues = QueueBatch(tables)
+    rate_min = RATE_RANGE_LOW * np.concatenate([rates[:, 0] for rates, _ in tables]) if tables else np.zeros(0)
+    rate_max = RATE_RANGE_HIGH * np.concatenate([rates[:, -1] for rates, _ in tables]) if tables else np.zeros(0)
+    targets = [request.target for request in requests]
+    best = _largest_rates_within_targets(
+        queues, targets=targets, profiles=profiles, rate_min=rate_min, rate_max=rate_max
+    )
+    sized: list[tuple[int, float, float, int]] = []  # (row, best rate, demand, replicas)
+    for row, (request, largest) in enumerate(zip(requests, best, strict=True)):
+        if largest is None:
+            continue
+        rate = largest
+        if request.target.slo_tps > 0:
+            rate = min(rate, (1 - STABILITY_SAFETY_FRACTION) * float(rate_max[row]))
+        demand = demand_rate(server=request.server, target=request.target)
+        replicas = max(math.ceil(demand / rate), request.server.min_num_replicas)
+        sized.append((row, rate, demand, replicas))
+    metrics = queues.solve(
+        np.array([demand / replicas for _, _, demand, replicas in sized], dtype=np.float64),
+        rows=np.array([row for row, _, _, _ in sized], dtype=np.intp),
+    )
+    service_time, wait_time, idle = metrics.avg_service_time, metrics.avg_wait_time, metrics.idle_probability
+    results: list[Candidate | None] = [None] * len(requests)
+    for at, (row, rate, demand, replicas) in enumerate(sized):
+        request, profile = requests[row], profiles[row]
+        results[row] = _candidate(
+            server=request.server,
+            accelerator=request.accelerator,
+            perf=request.perf,
+            replicas=replicas,
+            max_batch=profile.max_batch,
+            itl=float(service_time[at]) / profile.avg_length,
+            wait=float(wait_time[at]),
+            rho=1.0 - float(idle[at]),
+            max_rate=rate,
+            demand=demand,
+            profile=profile,
+        )
+    return results
+
+
+def _largest_rates_within_targets(
+    queues: QueueBatch,
+    *,
+    targets: Sequence[ModelTarget],
+    profiles: Sequence[ServiceProfile],
+    rate_min: FloatArray,
+    rate_max: FloatArray,
+) -> list[float | None]:
+    """Per row, the largest arrival rate per replica meeting the ITL and TTW targets; None if even rate_min
+    fails.
 
     Both the mean service time and the mean wait grow with the rate, so min(lambda_ITL, lambda_TTW) is the
     root of max(S / S*, W / W*) = 1: one bisection instead of upstream's two, half the queue solves.
     """
-    itl, ttw = target.slo_itl, target.slo_ttw
-    if itl <= 0 and ttw <= 0:
-        return rate_max
+    itl = np.array([target.slo_itl for target in targets], dtype=np.float64)
+    ttw = np.array([target.slo_ttw for target in targets], dtype=np.float64)
+    length = np.array([profile.avg_length for profile in profiles], dtype=np.float64)
+    searched = np.flatnonzero((itl > 0) | (ttw > 0))  # without targets a replica takes lambda_max
+
+    every_itl, every_ttw = bool((itl > 0).all()), bool((ttw > 0).all())
 
     # Ratios are formed so that no divisor can underflow to 0 (a TTW of 1e-320 ms is "infeasible", not a crash).
-    def worst_ratio(rate: float) -> float:
-        metrics = queue.solve(rate)
-        itl_ratio = metrics.avg_service_time / length / itl if itl > 0 else 0.0
-        wait_ratio = metrics.avg_wait_time * SLO_MARGIN / ttw if ttw > 0 else 0.0
-        return max(itl_ratio, wait_ratio)
+    def worst_ratio(subset: IndexArray, rate: FloatArray) -> FloatArray:
+        # While every row is still searching (most iterations), no row needs gathering.
+        rows = None if len(subset) == queues.size else searched[subset]
+        metrics = queues.solve(rate, rows=rows)
+        picked = slice(None) if rows is None else rows
+        row_itl, row_ttw = itl[picked], ttw[picked]
+        service = metrics.avg_service_time / length[picked]
+        wait = metrics.avg_wait_time * SLO_MARGIN
+        # A ratio without its target is 0 (divided only where the target is set); a tiny target gives inf.
+        with np.errstate(over="ignore"):
+            if every_itl:
+                itl_ratio = service / row_itl
+            else:
+                itl_ratio = np.divide(service, row_itl, out=np.zeros_like(rate), where=row_itl > 0)
+            if every_ttw:
+                wait_ratio = wait / row_ttw
+            else:
+                wait_ratio = np.divide(wait, row_ttw, out=np.zeros_like(rate), where=row_ttw > 0)
+        return np.where(wait_ratio > itl_ratio, wait_ratio, itl_ratio)
 
-    found = bisect(worst_ratio, lo=rate_min, hi=rate_max, target=1.0)
-    if found.outcome == "below":
-        return None
-    return rate_max if found.outcome == "above" else found.x
+    best: list[float | None] = rate_max.tolist()
+    found = bisect_batch(worst_ratio, lo=rate_min[searched], hi=rate_max[searched], target=1.0)
+    for row, outcome, x in zip(searched.tolist(), found.outcome.tolist(), found.x.tolist(), strict=True):
+        if OUTCOMES[outcome] == "below":
+            best[row] = None
+        elif OUTCOMES[outcome] == "found":
+            best[row] = x
+    return best
 
 
 def _candidate(

@@ -98,8 +98,21 @@ def _set_absent(target: dict[str, Any], key: str, value: object) -> None:
         target[key] = value
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _copy(value: Any) -> Any:
     """A deep copy made of plain dicts and lists, whatever Mapping/Sequence types came in."""
+    # Exact-type tests first: JSON and YAML give plain dicts, lists and scalars, and the ABC checks below
+    # cost several times more (every admission and every reconcile copies the whole object).
+    kind = type(value)
+    if kind is dict:
+        return {
+            key if type(key) is str else str(key): item if type(item) in _SCALARS else _copy(item)
+            for key, item in value.items()
+        }
+    if kind is list:
+        return [item if type(item) in _SCALARS else _copy(item) for item in value]
     if isinstance(value, Mapping):
         return {str(key): _copy(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

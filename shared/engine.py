@@ -152,7 +152,8 @@ def config_object(config: object) -> dict[str, Any] | None:
     """A worker's `config` as a JSON object; None when absent. Raise ConfigError for any other JSON value."""
     if config is None:
         return None
-    if isinstance(config, Mapping):
+    # `type(...) is dict` first: decoded configs are plain dicts, and the ABC check costs more than the copy.
+    if type(config) is dict or isinstance(config, Mapping):
         return dict(config)
     raise ConfigError(f"json: cannot unmarshal {_json_kind(config)} into Go value of type map[string]interface {{}}")
 

@@ -38,4 +38,9 @@ def claim_name(uri: str) -> str:
 
 def download_path(*, cache_uri: str | None, source_uri: str) -> str:
     """The directory a model or LoRA adapter is downloaded to: cache mount + MD5 of the source URI."""
-    return cache_mount_path(cache_uri) + model_download_dir_name(source_uri)
+    return download_path_under(cache_mount_path(cache_uri), source_uri=source_uri)
+
+
+def download_path_under(mount_path: str, *, source_uri: str) -> str:
+    """`download_path` for a cache whose mount path is already known (`cache_mount_path`)."""
+    return mount_path + model_download_dir_name(source_uri)

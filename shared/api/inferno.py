@@ -22,7 +22,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from shared.api.base import ApiModel, Condition, ObjectMeta
+from shared.api.base import ApiModel, Condition, ObjectMeta, wire_form
 
 GROUP: Final = "inferno.platform.ai"
 VERSION: Final = "v1alpha1"
@@ -310,4 +310,4 @@ def _reject_duplicates(values: list[str], *, what: str) -> None:
 
 def dump_wire(obj: BaseModel) -> dict[str, Any]:
     """The JSON form written to the API server (`ApiModel.to_wire` for any model)."""
-    return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return wire_form(obj)

@@ -20,7 +20,14 @@ from shared.engine import (
     worker_type,
 )
 from shared.naming import backend_resource_name
-from shared.uris import HOSTPATH_SCHEME, PVC_SCHEME, cache_mount_path, cache_path, claim_name, download_path
+from shared.uris import (
+    HOSTPATH_SCHEME,
+    PVC_SCHEME,
+    cache_mount_path,
+    cache_path,
+    claim_name,
+    download_path_under,
+)
 
 WEIGHTS_VOLUME_SUFFIX = "-weights"
 
@@ -106,13 +113,14 @@ def plan_backend(owner: Owner, backend: ModelBackend) -> BackendPlan:
     cache_uri = backend.cache_uri or ""
     _check_cache_uri(cache_uri)
     env = backend.env
+    mount_path = cache_mount_path(cache_uri)
     return BackendPlan(
         owner=owner,
         backend=backend,
         resource_name=backend_resource_name(owner.name, backend.name),
         volume_name=backend.name + WEIGHTS_VOLUME_SUFFIX,
-        mount_path=cache_mount_path(cache_uri),
-        model_path=download_path(cache_uri=cache_uri, source_uri=backend.model_uri),
+        mount_path=mount_path,
+        model_path=download_path_under(mount_path, source_uri=backend.model_uri),
         engine_port=port,
         runtime_port=runtime_port(env),
         runtime_url=runtime_url(env, port=port),
@@ -121,7 +129,7 @@ def plan_backend(owner: Owner, backend: ModelBackend) -> BackendPlan:
             LoraDownload(
                 name=lora.name,
                 source=lora.artifact_url,
-                output_dir=download_path(cache_uri=cache_uri, source_uri=lora.artifact_url),
+                output_dir=download_path_under(mount_path, source_uri=lora.artifact_url),
             )
             for lora in backend.lora_adapters or ()
         ),

@@ -13,6 +13,7 @@ from typing import Any
 from kubernetes.client import V1EnvFromSource, V1EnvVar
 
 from reconciler.modelbooster.synthesis.settings import SynthesisSettings
+from shared.api.base import wire_form
 from shared.engine import find_env
 
 # Passed to the model downloader only when set to a literal value (docs/design/synthesis.md §10).
@@ -24,11 +25,11 @@ def _field_ref(name: str, path: str) -> dict[str, Any]:
 
 
 def wire_env(env: Sequence[V1EnvVar] | None) -> list[dict[str, Any]]:
-    return [entry.model_dump(mode="json", by_alias=True, exclude_none=True) for entry in env or ()]
+    return [wire_form(entry) for entry in env or ()]
 
 
 def wire_env_from(env_from: Sequence[V1EnvFromSource] | None) -> list[dict[str, Any]]:
-    return [entry.model_dump(mode="json", by_alias=True, exclude_none=True) for entry in env_from or ()]
+    return [wire_form(entry) for entry in env_from or ()]
 
 
 def engine_env(env: Sequence[V1EnvVar] | None, *, settings: SynthesisSettings) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from reconciler.modelbooster.synthesis.labels import pod_labels, stamp_revision
 from reconciler.modelbooster.synthesis.owner import child_metadata
 from reconciler.modelbooster.synthesis.settings import SynthesisSettings
 from reconciler.modelbooster.synthesis.vllm_args import number_text
+from shared.api.base import wire_form
 from shared.api.modelbooster import DEFAULT_WORKER_PODS, DEFAULT_WORKER_REPLICAS, ModelWorker
 from shared.constants import KIND_MODEL_SERVING, LABEL_MODELSERVING_NAME, WORKLOAD_API_VERSION
 from shared.engine import ConfigError, config_object
@@ -102,13 +103,11 @@ def _scheduling(plan: BackendPlan, worker: ModelWorker) -> dict[str, Any]:
     if plan.backend.runtime_class_name:
         scheduling["runtimeClassName"] = plan.backend.runtime_class_name
     if worker.affinity is not None:
-        affinity = worker.affinity.model_dump(mode="json", by_alias=True, exclude_none=True)
+        affinity = wire_form(worker.affinity)
         if affinity:
             scheduling["affinity"] = affinity
     if worker.tolerations:
-        scheduling["tolerations"] = [
-            toleration.model_dump(mode="json", by_alias=True, exclude_none=True) for toleration in worker.tolerations
-        ]
+        scheduling["tolerations"] = [wire_form(toleration) for toleration in worker.tolerations]
     return scheduling
 
 

@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 
 from optimizer.sizing import (
     SLO_MARGIN,
+    SizingRequest,
     estimate_ggm,
     legacy_service_rates,
     rescale,
     size_candidate,
+    size_candidates,
 )
 from optimizer.system import Accelerator, Allocation, Load, ModelTarget, PerfData, Server
 
@@ -163,6 +165,28 @@ def test_batch_override_replaces_the_kv_budget() -> None:
     assert candidate.max_batch == 4
     assert candidate.max_rate_per_replica <= 0.999 * 4 / (18.51 * 1024)
     assert candidate.num_replicas >= 5
+
+
+def test_sizing_together_gives_each_pair_its_own_sizing() -> None:
+    # Several batch sizes, an idle server, an infeasible target, a TPS target and no target at all, sized in
+    # one call: every candidate is exactly the one sized alone.
+    worked = ModelTarget(model="granite-13b", slo_itl=40, slo_ttw=500)
+    requests = [
+        SizingRequest(server=make_server(60, 1024), accelerator=G2, perf=GRANITE_ON_G2, target=worked),
+        SizingRequest(server=make_server(600, 100), accelerator=G2, perf=FLAT, target=ModelTarget("m", slo_itl=10.01)),
+        SizingRequest(server=make_server(0, 1024), accelerator=G2, perf=GRANITE_ON_G2, target=worked),
+        SizingRequest(server=make_server(60, 1024), accelerator=G2, perf=GRANITE_ON_G2, target=ModelTarget("g", 17)),
+        SizingRequest(server=make_server(6000, 100), accelerator=G2, perf=FLAT, target=ModelTarget("m", slo_tps=2000)),
+        SizingRequest(server=make_server(3000, 100), accelerator=G2, perf=FLAT, target=ModelTarget("m")),
+        SizingRequest(server=make_server(60, 1024, max_batch=4), accelerator=G2, perf=GRANITE_ON_G2, target=worked),
+        SizingRequest(server=make_server(120, 512), accelerator=G2, perf=GRANITE_ON_G2, target=worked),
+    ]
+    together = size_candidates(requests)
+    alone = [
+        size_candidate(server=r.server, accelerator=r.accelerator, perf=r.perf, target=r.target) for r in requests
+    ]
+    assert together == alone
+    assert [candidate is None for candidate in together] == [False, False, False, True, False, False, False, False]
 
 
 def test_units_and_cost_follow_acc_count_and_multiplicity() -> None:
