@@ -81,6 +81,17 @@ def is_single(spec: object) -> bool:
     return isinstance(spec, Mapping) and _present(spec, SINGLE_FIELD)
 
 
+def backend_objects(spec: object) -> list[dict[str, Any]]:
+    """Each backend object of a raw spec, whichever shape; malformed entries are skipped."""
+    if not isinstance(spec, Mapping):
+        return []
+    single = spec.get(SINGLE_FIELD)
+    if isinstance(single, dict):
+        return [single]
+    backends = spec.get(LIST_FIELD)
+    return [backend for backend in backends if isinstance(backend, dict)] if isinstance(backends, list) else []
+
+
 def raw_backends(spec: object) -> list[tuple[str, dict[str, Any]]]:
     """Each backend object of a raw spec, whichever shape, with its path; malformed entries are skipped
     (decoding reports them)."""

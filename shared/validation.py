@@ -37,7 +37,7 @@ from shared.api.modelbooster import (
     ModelBooster,
     ModelWorker,
 )
-from shared.backend_shape import on_wire, raw_backends, shape_errors, with_shape_hints
+from shared.backend_shape import backend_objects, on_wire, raw_backends, shape_errors, with_shape_hints
 from shared.constants import (
     MAX_REPLICAS,
     MAX_ROUTE_LORA_ADAPTERS,
@@ -191,7 +191,7 @@ def _normalised(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _numeric_divisors(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    for _, backend in raw_backends(obj.get("spec")):
+    for backend in backend_objects(obj.get("spec")):
         env = backend.get("env")
         for entry in env if isinstance(env, list) else ():
             selector = _dig(entry, "valueFrom", "resourceFieldRef")

@@ -66,7 +66,7 @@ from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from shared.api.modelbooster import ModelBooster
-from shared.backend_shape import raw_backends
+from shared.backend_shape import backend_objects
 from shared.constants import (
     CONDITION_ACTIVE,
     CONDITION_FAILED,
@@ -141,7 +141,7 @@ def backend_names(booster: dict[str, Any]) -> list[str]:
     """Backend names straight from the raw spec (either shape), so status can be computed even for an invalid
     object."""
     names: list[str] = []
-    for _, backend in raw_backends(booster.get("spec")):
+    for backend in backend_objects(booster.get("spec")):
         name = backend.get("name")
         if isinstance(name, str) and name and name not in names:
             names.append(name)

@@ -278,7 +278,8 @@ class ModelBoosterSpec(ApiModel):
     def _null_is_absent(cls, data: Any) -> Any:
         """A JSON null names no shape (the API server prunes it), rather than an invalid list."""
         shapes = (backend_shape.SINGLE_FIELD, backend_shape.LIST_FIELD)
-        if isinstance(data, dict) and any(key in data and data[key] is None for key in shapes):
+        # `...` for an absent key: only a present null is dropped (this runs on every decode, so no loop).
+        if isinstance(data, dict) and (data.get(shapes[0], ...) is None or data.get(shapes[1], ...) is None):
             return {key: value for key, value in data.items() if value is not None or key not in shapes}
         return data
 
