@@ -21,13 +21,13 @@ def loader(request: pytest.FixtureRequest) -> Any:
     return request.param
 
 
-def load(text: str, loader: Any, limits: ReadLimits = yaml_loader.DEFAULT_LIMITS) -> list[Any]:
+def load(text: str, loader: Any, *, limits: ReadLimits = yaml_loader.DEFAULT_LIMITS) -> list[Any]:
     return load_stream(text, limits=limits, loader=loader)
 
 
-def refusal(text: str, loader: Any, limits: ReadLimits = yaml_loader.DEFAULT_LIMITS) -> YAMLInputError:
+def refusal(text: str, loader: Any, *, limits: ReadLimits = yaml_loader.DEFAULT_LIMITS) -> YAMLInputError:
     with pytest.raises(YAMLInputError) as caught:
-        load(text, loader, limits)
+        load(text, loader, limits=limits)
     return caught.value
 
 
@@ -121,8 +121,8 @@ def test_values_without_a_json_form_are_refused_by_document(loader: Any, text: s
 @pytest.mark.parametrize("style", ["flow", "json", "block"])
 def test_depth_up_to_the_limit_is_read_and_one_more_is_refused(loader: Any, style: str) -> None:
     limits = ReadLimits(max_depth=7)
-    assert load(nested(7, style=style), loader, limits)
-    error = refusal(nested(8, style=style), loader, limits)
+    assert load(nested(7, style=style), loader, limits=limits)
+    error = refusal(nested(8, style=style), loader, limits=limits)
     assert error.document == 1
     assert error.problem.startswith("nested more than 7 levels deep (line ")
 
@@ -140,8 +140,8 @@ def test_deep_nesting_is_refused_before_the_composer_recurses(loader: Any, text:
 def test_depth_counts_what_aliases_refer_to(loader: Any) -> None:
     # Each anchor is 3 levels deep; each alias adds its anchor's depth below the alias.
     text = "a: &a [[x]]\nb: &b [[*a]]\nc: &c [[*b]]\n"
-    assert load(text, loader, ReadLimits(max_depth=8))
-    error = refusal(text, loader, ReadLimits(max_depth=7))
+    assert load(text, loader, limits=ReadLimits(max_depth=8))
+    error = refusal(text, loader, limits=ReadLimits(max_depth=7))
     assert error.problem == "nested more than 7 levels deep once its aliases are expanded (line 1, column 1)"
 
 
@@ -170,17 +170,17 @@ def test_an_alias_bomb_is_refused_before_anything_is_constructed(
 def test_the_value_budget_is_exact(loader: Any) -> None:
     # `[x, x, ...]` of n items is n + 1 values; aliases count as copies of what they refer to.
     limits = ReadLimits(base_values=50, values_per_character=0)
-    assert load("[" + ", ".join(["x"] * 49) + "]", loader, limits)
-    assert refusal("[" + ", ".join(["x"] * 50) + "]", loader, limits).problem.startswith("more than 50 values")
+    assert load("[" + ", ".join(["x"] * 49) + "]", loader, limits=limits)
+    assert refusal("[" + ", ".join(["x"] * 50) + "]", loader, limits=limits).problem.startswith("more than 50 values")
     six = "a: &a [1, 2, 3, 4]\nb: [*a, *a, *a, *a, *a, *a, *a, *a]\n"  # 1 + 2 + 5 + 1 + 8 * 5 = 49
-    assert load(six, loader, limits)
-    assert refusal(six.replace("*a]", "*a, *a]"), loader, limits).problem.startswith("more than 50 values once")
+    assert load(six, loader, limits=limits)
+    assert refusal(six.replace("*a]", "*a, *a]"), loader, limits=limits).problem.startswith("more than 50 values once")
 
 
 def test_the_budget_is_shared_by_the_documents_of_a_stream(loader: Any) -> None:
     limits = ReadLimits(base_values=10, values_per_character=0)
-    assert load("[a, b]\n---\n[c, d]\n---\n[e, f, g]\n", loader, limits)  # 3 + 3 + 4 values
-    error = refusal("[a, b]\n---\n[c, d]\n---\n[e, f, g, h]\n", loader, limits)
+    assert load("[a, b]\n---\n[c, d]\n---\n[e, f, g]\n", loader, limits=limits)  # 3 + 3 + 4 values
+    error = refusal("[a, b]\n---\n[c, d]\n---\n[e, f, g, h]\n", loader, limits=limits)
     assert (error.document, error.problem) == (3, "more than 4 values (line 5, column 1)")
 
 
@@ -195,7 +195,7 @@ def test_text_without_aliases_stays_within_half_the_budget_per_character(loader:
     half = ReadLimits(base_values=0, values_per_character=yaml_loader.DEFAULT_LIMITS.values_per_character // 2)
     for text in ("[" + "?," * 2_000 + "]", "-\n" * 2_000, "- {? }\n" * 1_000, "[" + "{}," * 2_000 + "]"):
         try:
-            load(text, loader, half)
+            load(text, loader, limits=half)
         except YAMLInputError as error:
             problem = error.problem
         else:
@@ -204,8 +204,8 @@ def test_text_without_aliases_stays_within_half_the_budget_per_character(loader:
 
 
 def test_more_documents_than_the_limit_are_refused(loader: Any) -> None:
-    assert load("a: 1\n---\n---\nb: 2\n", loader, SMALL) == [{"a": 1}, {"b": 2}]
-    assert refusal("---\n" * 4, loader, SMALL).problem == "more than 3 documents"
+    assert load("a: 1\n---\n---\nb: 2\n", loader, limits=SMALL) == [{"a": 1}, {"b": 2}]
+    assert refusal("---\n" * 4, loader, limits=SMALL).problem == "more than 3 documents"
 
 
 def test_syntax_errors_name_line_and_column(loader: Any) -> None:
