@@ -172,9 +172,10 @@ def test_the_value_budget_is_exact(loader: Any) -> None:
     limits = ReadLimits(base_values=50, values_per_character=0)
     assert load("[" + ", ".join(["x"] * 49) + "]", loader, limits=limits)
     assert refusal("[" + ", ".join(["x"] * 50) + "]", loader, limits=limits).problem.startswith("more than 50 values")
-    six = "a: &a [1, 2, 3, 4]\nb: [*a, *a, *a, *a, *a, *a, *a, *a]\n"  # 1 + 2 + 5 + 1 + 8 * 5 = 49
-    assert load(six, loader, limits=limits)
-    assert refusal(six.replace("*a]", "*a, *a]"), loader, limits=limits).problem.startswith("more than 50 values once")
+    aliased = "a: &a [1, 2, 3, 4]\nb: [*a, *a, *a, *a, *a, *a, *a, *a]\n"  # 1 + 2 + 5 + 1 + 8 * 5 = 49
+    assert load(aliased, loader, limits=limits)
+    one_more = refusal(aliased.replace("*a]", "*a, *a]"), loader, limits=limits)
+    assert one_more.problem.startswith("more than 50 values once")
 
 
 def test_the_budget_is_shared_by_the_documents_of_a_stream(loader: Any) -> None:
