@@ -1,113 +1,62 @@
 """Reading manifest files (YAML or JSON, one or many documents) for the offline commands.
 
-Every problem with the file itself — missing, not text, not YAML, empty, a document that is not an object,
-the wrong kind — is a `ManifestError` whose message is one line naming the file (and document) at fault.
-
-YAML is read the way Kubernetes reads it, not the way PyYAML does by default: timestamps stay strings,
-`1e6` is a number (YAML 1.2), and a key given twice is an error instead of silently losing a value.
+Every problem with the input itself — missing, too large, binary, not YAML, empty, past a bound of
+`modelbooster.yaml_loader`, a document that is not an object, the wrong kind — is a `ManifestError` whose
+message is one line naming the file (and document) at fault. A file and the same bytes on stdin give the same
+message: both are read as bytes, at most `ReadLimits.max_bytes` of them, and judged the same way.
 """
 
 from __future__ import annotations
 
-import re
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
-import yaml
-from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode
-
+from modelbooster.yaml_loader import DEFAULT_LIMITS, ReadLimits, YAMLInputError, load_stream
 from shared.constants import KIND_MODEL_BOOSTER, WORKLOAD_API_VERSION
 
 STDIN = "-"
+EXPECTED = "expected YAML or JSON objects"
 
 
 class ManifestError(Exception):
     """A one-line reason why a manifest cannot be used."""
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with Kubernetes' reading of YAML (see the module docstring)."""
-
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        # Keys become text here, as Kubernetes' YAML reader does, so `1` and `true` stay distinct keys
-        # (they are equal in Python) and a key given twice is an error rather than a lost value.
-        self.flatten_mapping(node)
-        mapping: dict[Hashable, Any] = {}
-        for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=True)
-            text = _scalar_key_text(key)
-            if text is None:
-                raise ConstructorError(
-                    "while constructing a mapping", node.start_mark, "found a non-scalar key", key_node.start_mark
-                )
-            if text in mapping:
-                raise ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"found duplicate key {text!r}",
-                    key_node.start_mark,
-                )
-            mapping[text] = self.construct_object(value_node, deep=deep)
-        return mapping
-
-
-def _scalar_key_text(key: object) -> str | None:
-    if isinstance(key, str):
-        return key
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    if isinstance(key, (int, float)):
-        return str(key)
-    return None
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
-
-
 def source_name(source: str) -> str:
     return "<stdin>" if source == STDIN else source
 
 
-def load_documents(source: str, *, stdin: TextIO | None = None) -> list[dict[str, Any]]:
+def load_documents(
+    source: str, *, stdin: BinaryIO | None = None, limits: ReadLimits = DEFAULT_LIMITS
+) -> list[dict[str, Any]]:
     """The non-empty documents of a file (or `-` for stdin), each a JSON-compatible object.
 
     A `kind: List` document is replaced by its items, as kubectl does.
     """
     name = source_name(source)
-    text = _read(source, stdin=stdin)
+    text = _text(_read(source, stdin=stdin, limit=limits.max_bytes), name=name)
     try:
-        raw = [document for document in yaml.load_all(text, Loader=_Loader) if document is not None]
-    except yaml.YAMLError as error:
-        raise ManifestError(f"{name}: not valid YAML: {_yaml_problem(error)}") from None
+        raw = load_stream(text, limits=limits)
+    except YAMLInputError as error:
+        where = f"{name}: document {error.document}" if error.document is not None else name
+        raise ManifestError(f"{where}: {error.problem}") from None
     documents: list[dict[str, Any]] = []
     for number, document in enumerate(raw, start=1):
-        plain = _plain(document, where=f"{name}: document {number}")
-        if not isinstance(plain, dict):
+        if not isinstance(document, dict):
             raise ManifestError(
-                f"{name}: document {number} is {_describe(plain)}, expected an object with apiVersion and kind"
+                f"{name}: document {number} is {_describe(document)}, expected an object with apiVersion and kind"
             )
-        if plain.get("kind") == "List" and isinstance(plain.get("items"), list):
-            for item_number, item in enumerate(plain["items"], start=1):
+        if document.get("kind") == "List" and isinstance(document.get("items"), list):
+            for item_number, item in enumerate(document["items"], start=1):
                 if not isinstance(item, dict):
                     raise ManifestError(f"{name}: document {number}, item {item_number} is {_describe(item)}")
                 documents.append(item)
         else:
-            documents.append(plain)
+            documents.append(document)
     if not documents:
-        raise ManifestError(f"{name}: no documents (the file is empty)")
+        raise ManifestError(f"{name}: is empty (no documents, or only comments), {EXPECTED}")
     return documents
 
 
@@ -126,46 +75,48 @@ def check_modelbooster_identity(document: Mapping[str, Any], *, where: str = "")
         raise ManifestError(f"{where}apiVersion is {shown}, expected {WORKLOAD_API_VERSION}")
 
 
-def _read(source: str, *, stdin: TextIO | None) -> str:
+def _read(source: str, *, stdin: BinaryIO | None, limit: int) -> bytes:
     name = source_name(source)
-    if source == STDIN:
-        stream = stdin if stdin is not None else sys.stdin
-        try:
-            return stream.read()
-        except UnicodeDecodeError:
-            raise ManifestError(f"{name}: not UTF-8 text") from None
-    path = Path(source)
     try:
-        return path.read_text(encoding="utf-8")
+        if source == STDIN:
+            stream = stdin if stdin is not None else _stdin()
+            if stream is None:
+                raise ManifestError(f"{name}: is closed, {EXPECTED}")
+            data = stream.read(limit + 1)
+        else:
+            with Path(source).open("rb") as stream:
+                data = stream.read(limit + 1)
     except FileNotFoundError:
         raise ManifestError(f"{name}: no such file") from None
     except IsADirectoryError:
         raise ManifestError(f"{name}: is a directory, expected a file") from None
     except PermissionError:
         raise ManifestError(f"{name}: permission denied") from None
-    except UnicodeDecodeError:
-        raise ManifestError(f"{name}: not UTF-8 text") from None
     except OSError as error:
         raise ManifestError(f"{name}: cannot read: {error.strerror or error}") from None
+    if len(data) > limit:
+        raise ManifestError(f"{name}: is larger than {_size(limit)}, the most read from one input")
+    return data
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-    mark = getattr(error, "problem_mark", None)
-    if mark is not None:
-        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(problem)
+def _size(count: int) -> str:
+    mebibyte = 1024 * 1024
+    return f"{count // mebibyte} MiB" if count % mebibyte == 0 else f"{count:,} bytes"
 
 
-def _plain(value: Any, *, where: str) -> Any:
-    """JSON-compatible data: string keys, and only the value types JSON has."""
-    if isinstance(value, dict):
-        return {str(key): _plain(item, where=where) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item, where=where) for item in value]
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    raise ManifestError(f"{where}: a value of YAML type {type(value).__name__} has no JSON form")
+def _stdin() -> BinaryIO | None:
+    # None when the process was started with stdin closed; `buffer` is missing when it was replaced.
+    return getattr(sys.stdin, "buffer", None)
+
+
+def _text(data: bytes, *, name: str) -> str:
+    # A NUL byte is valid UTF-8 but never in YAML text; it is how binary files (and UTF-16 text) look.
+    if b"\x00" not in data:
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            pass
+    raise ManifestError(f"{name}: is binary data, {EXPECTED} as UTF-8 text")
 
 
 def _describe(value: object) -> str:

@@ -17,9 +17,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
+from modelbooster.gc_pause import cycle_collection_paused
 from modelbooster.manifests import ManifestError, check_modelbooster_identity, load_documents, source_name
+from modelbooster.yaml_dumper import dump_documents
 from reconciler.modelbooster.synthesis import (
     DEFAULT_DOWNLOADER_IMAGE,
     DEFAULT_RUNTIME_IMAGE,
@@ -68,6 +68,11 @@ class _RenderFailed(Exception):
 
 
 def run(args: argparse.Namespace) -> int:
+    with cycle_collection_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     settings = SynthesisSettings(runtime_image=args.runtime_image, downloader_image=args.downloader_image)
     try:
         documents = _load_modelboosters(args.filename, namespace=args.namespace)
@@ -139,26 +144,9 @@ def _display_name(document: Mapping[str, Any]) -> str:
 # --- output ---------------------------------------------------------------------------------------------------
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style, keys in insertion order, no anchors, multi-line strings as `|` blocks, no line folding."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
 def format_children(children: Sequence[dict[str, Any]], *, output: str) -> str:
     """The children as a YAML stream (`---` between documents) or as one JSON `v1` List."""
     if output == "json":
         body = {"apiVersion": "v1", "kind": "List", "items": list(children)}
         return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
-    return "---\n".join(
-        yaml.dump(child, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=sys.maxsize) for child in children
-    )
+    return dump_documents(children)

@@ -3,7 +3,8 @@
 Each ModelBooster in the file is defaulted (as the mutating webhook would) and validated (as the validating
 webhook would); with `--old`, as an UPDATE of the stored object, so unchanged fields that no longer pass are
 warnings, not errors. Exit codes: 0 all valid; 1 at least one is rejected (the webhook's message is printed on
-stderr); 2 the file itself is unusable (missing, not YAML, empty, wrong kind or apiVersion), with a
+stderr); 2 the file itself is unusable (missing, not YAML, empty, wrong kind or apiVersion, past a bound on
+size, nesting or aliases; or an `--old` file that is not exactly one object of the same name), with a
 one-line reason. Defaulting notes are printed as `Warning: ...` lines on stderr, like kubectl does.
 """
 
@@ -15,9 +16,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
+from modelbooster.gc_pause import cycle_collection_paused
 from modelbooster.manifests import ManifestError, check_modelbooster_identity, load_documents, source_name
+from modelbooster.yaml_dumper import dump_documents
 from shared.defaults import apply_defaults
 from shared.errors import format_denial
 from shared.ratchet import carried_warnings
@@ -38,18 +39,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--old",
         metavar="FILE",
-        help="the stored object(s), to run the UPDATE checks as well (matched by namespace and name)",
+        help="the stored ModelBooster (one object), to run the UPDATE checks as well on the document of FILE "
+        "with its name (and namespace, when both give one)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    with cycle_collection_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         documents = _load_modelboosters(args.filename)
-        old_documents = _load_modelboosters(args.old) if args.old else []
+        old = _load_old(args.old, new=documents) if args.old else None
     except ManifestError as error:
         print(f"modelbooster validate: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    old_by_key = {_key(document): document for document in old_documents}
     several = len(documents) > 1
     valid: list[dict[str, Any]] = []
     status = EXIT_VALID
@@ -59,11 +65,11 @@ def run(args: argparse.Namespace) -> int:
         defaulted = apply_defaults(document)
         for warning in defaulted.warnings:
             print(f"Warning: {label}{warning}", file=sys.stderr)
-        old = old_by_key.get(_key(document))
-        if old is None:
+        stored = old if old is not None and _same_object(old, document) else None
+        if stored is None:
             errors = validate_modelbooster(defaulted.obj)
         else:
-            verdict = validate_update(defaulted.obj, old=old)
+            verdict = validate_update(defaulted.obj, old=stored)
             errors = verdict.errors
             for warning in carried_warnings(verdict.carried):
                 print(f"Warning: {label}{warning}", file=sys.stderr)
@@ -88,6 +94,27 @@ def _load_modelboosters(source: str) -> list[dict[str, Any]]:
     return documents
 
 
+def _load_old(source: str, *, new: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The one stored object, which must be the same ModelBooster as a document being validated."""
+    documents = _load_modelboosters(source)
+    name = source_name(source)
+    if len(documents) != 1:
+        raise ManifestError(f"{name}: holds {len(documents)} objects, expected exactly one (the stored ModelBooster)")
+    (old,) = documents
+    if not any(_same_object(old, document) for document in new):
+        raise ManifestError(
+            f"{name}: the stored object is {_display_name(old)}, which is not among the objects validated"
+        )
+    return old
+
+
+def _same_object(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    # A file written for `kubectl apply -n NS` often names no namespace; the stored object always does.
+    old_namespace, old_name = _key(old)
+    new_namespace, new_name = _key(new)
+    return old_name == new_name and (old_namespace == new_namespace or not old_namespace or not new_namespace)
+
+
 def _metadata(document: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = document.get("metadata")
     return metadata if isinstance(metadata, Mapping) else {}
@@ -107,4 +134,4 @@ def _render(objects: Sequence[dict[str, Any]], *, output: str) -> str:
     if output == "json":
         body: object = objects[0] if len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
         return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
-    return "---\n".join(yaml.safe_dump(obj, sort_keys=False, allow_unicode=True) for obj in objects)
+    return dump_documents(objects)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 from functools import cache
@@ -88,6 +89,22 @@ def exec_form(value: str) -> list[str]:
     if not (isinstance(parsed, list) and all(isinstance(part, str) for part in parsed)):
         raise AssertionError(f"not an exec-form list of strings: {value}")
     return parsed
+
+
+def parser_directives(text: str | None = None) -> dict[str, str]:
+    """The `# name=value` lines at the top of the Dockerfile, which the builder reads before anything else."""
+    directives: dict[str, str] = {}
+    for line in (DOCKERFILE.read_text() if text is None else text).splitlines():
+        match = re.fullmatch(r"#\s*([A-Za-z_-]+)\s*=\s*(.*?)\s*", line)
+        if match is None:
+            break
+        directives[match.group(1).lower()] = match.group(2)
+    return directives
+
+
+def shell_commands(run: str) -> list[list[str]]:
+    """The commands of a RUN instruction in shell form, split at `&&` (each one a list of words)."""
+    return [shlex.split(command) for command in run.split("&&")]
 
 
 def copy_sources(instruction: str) -> list[str]:

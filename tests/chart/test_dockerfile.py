@@ -1,11 +1,14 @@
 """The image: multi-stage, slim, non-root, runtime dependencies only, `modelbooster` as the entrypoint.
 
 No Docker engine runs on the build machines, so the structure is checked by parsing the Dockerfile; the build
-itself runs only where `docker info` answers.
+itself runs only where `docker info` answers. Where no registry is reachable either, set
+MODELBOOSTER_TEST_PYTHON_IMAGE to a local stand-in for the Python base image (a Debian bookworm with
+`python` and pip on the PATH).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -21,6 +24,8 @@ from tests.chart.dockerfile import (
     exec_form,
     final_stage_user,
     in_build_context,
+    parser_directives,
+    shell_commands,
     stages,
 )
 from tests.chart.render import REPO_ROOT, render
@@ -73,6 +78,79 @@ def test_runs_as_a_numeric_non_root_user() -> None:
     assert f"--gid {gid}" in created
 
 
+# Debian's /etc/login.defs (shadow 4.13, in the python:3.11-slim-bookworm base): the id ranges useradd and
+# groupadd warn outside of ("uid 65532 is greater than SYS_UID_MAX 999").
+LOGIN_DEFS = {
+    "SYS_UID_MIN": 100,
+    "SYS_UID_MAX": 999,
+    "UID_MIN": 1000,
+    "UID_MAX": 60000,
+    "SYS_GID_MIN": 100,
+    "SYS_GID_MAX": 999,
+    "GID_MIN": 1000,
+    "GID_MAX": 60000,
+}
+
+
+def _option(words: list[str], *names: str) -> str | None:
+    for index, word in enumerate(words):
+        for name in names:
+            if word == name and index + 1 < len(words):
+                return words[index + 1]
+            if name.startswith("--") and word.startswith(name + "="):
+                return word.split("=", 1)[1]
+    return None
+
+
+def _id_range(words: list[str], kind: str) -> tuple[int, int]:
+    """The range login.defs allows for this useradd/groupadd call, after its --key overrides."""
+    defs = dict(LOGIN_DEFS)
+    for index, word in enumerate(words[:-1]):
+        if word in ("--key", "-K"):
+            key, _, value = words[index + 1].partition("=")
+            defs[key] = int(value)
+    prefix = "SYS_" if "--system" in words or "-r" in words else ""
+    return defs[f"{prefix}{kind}_MIN"], defs[f"{prefix}{kind}_MAX"]
+
+
+def test_the_image_user_is_created_without_a_range_warning() -> None:
+    uid, gid = final_stage_user()
+    commands = [words for run in stages()[-1].all("RUN") for words in shell_commands(run)]
+    created = {words[0]: words for words in commands if words and words[0] in ("useradd", "groupadd")}
+    assert set(created) == {"useradd", "groupadd"}
+    assert int(_option(created["useradd"], "--uid", "-u") or -1) == uid
+    assert int(_option(created["groupadd"], "--gid", "-g") or -1) == gid
+    low, high = _id_range(created["useradd"], "UID")
+    assert low <= uid <= high, f"useradd warns: uid {uid} outside {low}..{high}"
+    low, high = _id_range(created["groupadd"], "GID")
+    assert low <= gid <= high, f"groupadd warns: gid {gid} outside {low}..{high}"
+    # The model of login.defs itself: without the override, 65532 is outside both ranges.
+    assert not _id_range(["useradd", "--system"], "UID")[0] <= 65532 <= _id_range(["useradd", "--system"], "UID")[1]
+    assert not _id_range(["useradd"], "UID")[0] <= 65532 <= _id_range(["useradd"], "UID")[1]
+
+
+def test_no_parser_directive_makes_the_builder_fetch_a_frontend() -> None:
+    # `# syntax=...` makes BuildKit pull a frontend image from a registry before it reads the file; nothing
+    # here needs a newer syntax than the builder's own.
+    assert "syntax" not in parser_directives()
+    assert parser_directives("# syntax=docker/dockerfile:1\n# One image\nFROM x\n") == {
+        "syntax": "docker/dockerfile:1"
+    }
+
+
+def test_the_virtualenv_gets_no_installer_so_nothing_is_uninstalled() -> None:
+    # `pip uninstall pip setuptools wheel` warned "Skipping wheel as it is not installed": the venv never had it.
+    commands = [words for stage in stages()[:-1] for run in stage.all("RUN") for words in shell_commands(run)]
+    venvs = [words for words in commands if words[:3] == ["python", "-m", "venv"]]
+    assert venvs
+    assert all("--without-pip" in words for words in venvs)
+    target = f"{venvs[0][-1]}/bin/python"
+    installs = [words for words in commands if "pip" in words and "install" in words]
+    assert installs
+    assert all(_option(words, "--python") == target for words in installs)
+    assert not [words for words in commands if "uninstall" in words]
+
+
 def test_chart_runs_the_pods_as_the_image_user() -> None:
     uid, gid = final_stage_user()
     for deployment in render().of_kind("Deployment"):
@@ -106,7 +184,7 @@ def test_final_stage_installs_nothing_and_copies_only_the_virtualenv() -> None:
 def test_build_stage_installs_runtime_extras_only() -> None:
     extras = arg_default("EXTRAS")
     assert extras is not None
-    installs = [run for stage in stages()[:-1] for run in stage.all("RUN") if "pip install" in run]
+    installs = [run for stage in stages()[:-1] for run in stage.all("RUN") if re.search(r"\bpip\b.* install ", run)]
     assert installs
     for run in installs:
         assert "dev" not in re.findall(r"\[([^\]]*)\]", run.replace("${EXTRAS}", extras))[0].split(",")
@@ -177,14 +255,19 @@ def _docker_engine_available() -> bool:
 def test_docker_build() -> None:
     if not _docker_engine_available():
         pytest.skip("no Docker engine answers `docker info` here; the image structure is checked by parsing")
+    base = os.environ.get("MODELBOOSTER_TEST_PYTHON_IMAGE")
+    base_arg = ["--build-arg", f"PYTHON_IMAGE={base}"] if base else []
+    # No cache: a cached step prints nothing, and its warnings would go unseen.
     result = subprocess.run(
-        ["docker", "build", "--quiet", "--tag", "modelbooster:chart-test", str(REPO_ROOT)],
+        ["docker", "build", "--no-cache", *base_arg, "--tag", "modelbooster:chart-test", str(REPO_ROOT)],
         capture_output=True,
         text=True,
         timeout=900,
         check=False,
     )
-    assert result.returncode == 0, result.stderr[-4000:]
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert [line for line in output.splitlines() if re.search(r"(?i)\bwarning\b", line)] == []
     run = subprocess.run(
         ["docker", "run", "--rm", "--read-only", "--user", "65532:65532", "modelbooster:chart-test", "--help"],
         capture_output=True,
@@ -194,3 +277,6 @@ def test_docker_build() -> None:
     )
     assert run.returncode == 0, run.stderr
     assert "webhook" in run.stdout
+    no_pip = "import importlib.util, sys; sys.exit(importlib.util.find_spec('pip') is not None)"
+    image_python = ["docker", "run", "--rm", "--entrypoint", "/opt/modelbooster/bin/python", "modelbooster:chart-test"]
+    assert subprocess.run([*image_python, "-c", no_pip], timeout=60, check=False).returncode == 0

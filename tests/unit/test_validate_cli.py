@@ -15,6 +15,8 @@ from modelbooster import validate as validate_cli
 from tests.unit.factories import backend, modelbooster, worker
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EMPTY = "is empty (no documents, or only comments), expected YAML or JSON objects"
+BINARY = "is binary data, expected YAML or JSON objects as UTF-8 text"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -90,7 +92,7 @@ def test_multi_document_input_reports_each_document(capsys: pytest.CaptureFixtur
 
 
 def test_stdin_is_read_with_a_dash(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump(modelbooster(name="piped"))))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(yaml.safe_dump(modelbooster(name="piped")).encode())))
     code, out, _ = run(capsys, "-f", "-")
     assert (code, out) == (0, 'ModelBooster "piped": valid\n')
 
@@ -98,8 +100,8 @@ def test_stdin_is_read_with_a_dash(capsys: pytest.CaptureFixture[str], monkeypat
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("", "<FILE>: no documents (the file is empty)"),
-        ("---\n# only a comment\n---\n", "<FILE>: no documents (the file is empty)"),
+        ("", f"<FILE>: {EMPTY}"),
+        ("---\n# only a comment\n---\n", f"<FILE>: {EMPTY}"),
         ("spec: [unclosed\n", "<FILE>: not valid YAML: "),
         ("- a\n- b\n", "<FILE>: document 1 is a list, expected an object with apiVersion and kind"),
         ("just text\n", "<FILE>: document 1 is a string, expected an object with apiVersion and kind"),
@@ -154,7 +156,7 @@ def test_binary_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     path = tmp_path / "weights.bin"
     path.write_bytes(b"\xff\xfe\x00binary")
     code, _, err = run(capsys, "-f", str(path))
-    assert (code, err) == (2, f"modelbooster validate: {path}: not UTF-8 text\n")
+    assert (code, err) == (2, f"modelbooster validate: {path}: {BINARY}\n")
 
 
 def test_old_file_runs_the_update_checks(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -163,9 +165,6 @@ def test_old_file_runs_the_update_checks(capsys: pytest.CaptureFixture[str], tmp
     code, _, err = run(capsys, "-f", new, "--old", old)
     assert code == 1
     assert "spec.backends[0].workers[0].replicas: Forbidden: cannot change from 1 to 3" in err
-    other = write(tmp_path, modelbooster(backend(workers=[worker(replicas=1)]), name="other"), name="other.yaml")
-    code, _, _ = run(capsys, "-f", new, "--old", other)
-    assert code == 0  # no stored object of that name: a CREATE
 
 
 def test_old_file_carries_unchanged_fields_over_with_a_warning(
@@ -183,3 +182,38 @@ def test_old_file_carries_unchanged_fields_over_with_a_warning(
     code, _, err = run(capsys, "-f", write(tmp_path, edited, name="new.yaml"))
     assert code == 1  # the same object as a CREATE
     assert "networkTopology: Forbidden" in err
+
+
+def test_old_object_applies_to_the_document_of_its_name(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Stored objects always have a namespace; a file written for `kubectl apply -n NS` often has none.
+    stored = modelbooster(backend(workers=[worker(replicas=1)]), name="m")
+    old = write(tmp_path, stored, name="old.yaml")
+    unplaced = modelbooster(backend(workers=[worker(replicas=3)]), name="m")
+    del unplaced["metadata"]["namespace"]
+    other = modelbooster(backend(workers=[worker(replicas=3)]), name="other")  # a CREATE: no UPDATE rules
+    code, out, err = run(capsys, "-f", write(tmp_path, other, unplaced, name="new.yaml"), "--old", old)
+    assert code == 1
+    assert out == 'ModelBooster "other": valid\n'
+    assert err.startswith('document 2 (ModelBooster "m"):\nvalidation failed:\n')
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        ([modelbooster(name="m"), modelbooster(name="n")], "holds 2 objects, expected exactly one (the stored "),
+        ([{"apiVersion": "v1", "kind": "List", "items": []}], "is empty"),
+        ([modelbooster(name="other")], 'the stored object is ModelBooster "other", which is not among the objects '),
+        ([{**modelbooster(name="m"), "metadata": {"name": "m", "namespace": "prod"}}], "which is not among the "),
+    ],
+    ids=["two-objects", "empty-list", "other-name", "other-namespace"],
+)
+def test_old_file_must_be_exactly_the_stored_object(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, stored: list[dict[str, Any]], expected: str
+) -> None:
+    new = write(tmp_path, modelbooster(name="m"), name="new.yaml")
+    old = write(tmp_path, *stored, name="old.yaml")
+    code, out, err = run(capsys, "-f", new, "--old", old)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith(f"modelbooster validate: {old}: ")
+    assert expected in err

@@ -140,7 +140,7 @@ def test_images_come_from_the_flags(capsys: pytest.CaptureFixture[str], tmp_path
 
 
 def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(vllm_doc())))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(vllm_doc()).encode())))
     code, out, _ = _run(["-f", "-"], capsys)
     assert code == 0
     assert [c["kind"] for c in yaml.safe_load_all(out)] == ["ModelServing", "ModelServer", "ModelRoute"]
