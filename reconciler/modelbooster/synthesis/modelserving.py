@@ -58,6 +58,13 @@ while true; do
   fi
 done
 """
+# Split once around the port: `str.format` re-parses the whole script on every call.
+_DRAIN_HEAD, _DRAIN_TAIL = DRAIN_SCRIPT.format(port="\0").split("\0")
+
+
+def drain_script(port: int) -> str:
+    """`DRAIN_SCRIPT` for an engine listening on `port`."""
+    return f"{_DRAIN_HEAD}{port}{_DRAIN_TAIL}"
 
 
 def model_serving(plan: BackendPlan, *, settings: SynthesisSettings, autoscaled: bool) -> dict[str, Any]:
@@ -265,7 +272,7 @@ def _vllm_entry_pod(
             "successThreshold": 1,
             "timeoutSeconds": 1,
         },
-        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", DRAIN_SCRIPT.format(port=plan.engine_port)]}}},
+        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", drain_script(plan.engine_port)]}}},
     }
     runtime = _runtime_container(
         plan, settings=settings, env=engine_env(backend.env, settings=settings), with_env_from=True
