@@ -31,6 +31,7 @@ from typing import Any, Literal
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.informer import Informer, Transform
 from reconciler.runtime.kinds import Kind
+from reconciler.runtime.lean import full_object
 
 Action = Literal["created", "updated", "unchanged"]
 REPLICAS_PATH: tuple[str, ...] = ("spec", "replicas")
@@ -244,6 +245,7 @@ async def ensure_child(
         else:
             cache.write_through(created)
             return ChildOutcome(desired, "created")
+    live = full_object(live)  # the cache may hold a lean entry: compare with the whole object
     if child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         return ChildOutcome(desired, "unchanged")
     stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
