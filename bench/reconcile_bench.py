@@ -11,7 +11,7 @@ those). Phases:
 2. the reconciler starts with empty caches (its RSS then is the baseline); `--boosters` ModelBoosters (2 vLLM
    backends each, model-level autoscaling) are created and the time until every one is `Initialized=True`,
    the reconciler's requests per ModelBooster (its own `rest_client_requests_total`) and its peak RSS (VmHWM)
-   are taken; RSS minus the baseline, divided by the ModelBoosters, is the slope per ModelBooster;
+   are taken; peak RSS minus the baseline, divided by the ModelBoosters, is the slope per ModelBooster;
 3. its write requests during `--idle` seconds of quiet;
 4. restart: the reconciler is stopped and started again with everything converged; the time until it is ready
    (caches synced) and until its first full pass is done (every ModelBooster reconciled once, queue empty),
@@ -23,8 +23,9 @@ those). Phases:
 
 Prints each figure and each goal with met / NOT met, and writes the figures to
 bench/results/reconcile-<boosters>[-cluster].json (or `--output`). Goals: reconciler/raw write rate >= 0.8 at
-every worker count; at 1,000 ModelBoosters all Initialized within 60 s and peak RSS <= 120 MB; 0 writes while
-idle; 0 writes while a restart reaches ready and finishes its first pass.
+every worker count; at 1,000 ModelBoosters all Initialized within 60 s and peak RSS <= 120 MB (the higher of the
+converging and the restarted process); 0 writes while idle; 0 writes while a restart reaches ready and finishes
+its first pass.
 """
 
 from __future__ import annotations
@@ -493,6 +494,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for entry in throughput:
             entry["ratio"] = round(entry["reconciler_writes_per_second"] / raw_wps, 3)
         slope_kb = (peak_rss - baseline_rss) * 1024 / args.boosters
+        restarted["rss_per_booster_kb"] = round((restarted["peak_rss_mb"] - baseline_rss) * 1024 / args.boosters, 1)
         return {
             "target": "cluster (--kubeconfig)" if where.cluster else "fake API server (tests/fakeapi)",
             "server_version": await server_version(where.client),
@@ -535,9 +537,11 @@ def goals(figures: dict[str, Any]) -> list[Check]:
     for entry in figures["throughput"]:
         checks.append((f"write rate ratio at {entry['workers']} workers", entry["ratio"], f">= {RATIO_GOAL}",
                        lambda value: value >= RATIO_GOAL))  # fmt: skip
-    for name, limit in GOALS_AT_1000.items():
+    peak = max(figures["peak_rss_mb"], figures["restart"]["peak_rss_mb"])  # converging or restarting
+    for name, value in (("seconds_to_initialized", figures["seconds_to_initialized"]), ("peak_rss_mb", peak)):
+        limit = GOALS_AT_1000[name]
         test = (lambda value, limit=limit: value <= limit) if at_1000 else None
-        checks.append((name, figures[name], f"<= {limit} at 1,000 ModelBoosters", test))
+        checks.append((name, value, f"<= {limit} at 1,000 ModelBoosters", test))
     checks.append(("idle_writes", figures["idle_writes"], "== 0", lambda value: value == 0))
     checks.append(("restart writes until the first pass is done", figures["restart"]["writes"], "== 0",
                    lambda value: value == 0))  # fmt: skip
@@ -549,8 +553,9 @@ def report(figures: dict[str, Any]) -> None:
         verdict = "n/a (other size)" if test is None else ("met" if test(value) else "NOT met")
         print(f"{name}: {value} (goal {goal}) {verdict}")
     print(f"restart: ready after {figures['restart']['seconds_to_ready']}s, first pass done after "
-          f"{figures['restart']['seconds_to_first_pass_done']}s; RSS slope {figures['rss_per_booster_kb']} KB "
-          f"per ModelBooster over {figures['rss_empty_caches_mb']} MB with empty caches")  # fmt: skip
+          f"{figures['restart']['seconds_to_first_pass_done']}s; RSS slope per ModelBooster over "
+          f"{figures['rss_empty_caches_mb']} MB with empty caches: {figures['rss_per_booster_kb']} KB converging, "
+          f"{figures['restart']['rss_per_booster_kb']} KB restarted")  # fmt: skip
 
 
 def workers_list(text: str) -> list[int]:
