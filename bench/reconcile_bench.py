@@ -131,6 +131,10 @@ class Target:
     namespaces: Namespaces
     cluster: bool  # a real cluster through --kubeconfig, not the fake
     inferno: bool  # whether the Inferno CRDs are served (the reconciler's Inferno controller needs them)
+    server_pid: int | None = None  # the fake API server's process, whose CPU time tells where a phase's time went
+
+    def server_cpu(self) -> float:
+        return cpu_seconds(self.server_pid) if self.server_pid is not None else float("nan")
 
 
 def start_fake(workdir: Path, *, history: int) -> tuple[subprocess.Popen[str], str, Path]:
@@ -184,7 +188,8 @@ async def target(args: argparse.Namespace) -> AsyncIterator[Target]:
         if not await served(client, MODEL_BOOSTER, names.main):
             raise BenchError("the ModelBooster CRD is not installed: install the chart's CRDs first")
         inferno = await served(client, OPTIMIZER, names.main)
-        yield Target(client, kubeconfig, names, cluster=fake is None, inferno=inferno)
+        yield Target(client, kubeconfig, names, cluster=fake is None, inferno=inferno,
+                     server_pid=fake.pid if fake is not None else None)
     finally:
         if fake is None:
             for namespace in created:  # everything the benchmark made goes with its namespaces
@@ -308,7 +313,7 @@ async def bounded(concurrency: int, jobs: list[Awaitable[Any]]) -> None:
     await asyncio.gather(*(run(job) for job in jobs))
 
 
-async def raw_writes(client: KubeClient, *, boosters: int, concurrency: int, namespace: str) -> dict[str, float]:
+async def raw_writes(where: Target, *, boosters: int, concurrency: int, namespace: str) -> dict[str, float]:
     """Create what the reconciler would write for `boosters` ModelBoosters, as fast as the client can."""
     objects: list[tuple[Kind, dict[str, Any]]] = []
     for index in range(boosters):
@@ -321,11 +326,12 @@ async def raw_writes(client: KubeClient, *, boosters: int, concurrency: int, nam
             child["metadata"].pop("ownerReferences", None)
             child["metadata"]["labels"] = {"bench": "raw"}
             objects.append((kind, child))
-    started = time.perf_counter()
-    await bounded(concurrency, [client.create(kind, obj, field_manager="bench") for kind, obj in objects])
+    started, server_cpu = time.perf_counter(), where.server_cpu()
+    await bounded(concurrency, [where.client.create(kind, obj, field_manager="bench") for kind, obj in objects])
     elapsed = time.perf_counter() - started
     print(f"raw writes ({namespace}): {len(objects)} in {elapsed:.2f}s = {len(objects) / elapsed:.0f}/s", flush=True)
-    return {"writes": len(objects), "seconds": elapsed, "writes_per_second": len(objects) / elapsed}
+    return {"writes": len(objects), "seconds": elapsed, "writes_per_second": len(objects) / elapsed,
+            "server_cpu_ms_per_write": (where.server_cpu() - server_cpu) * 1000 / len(objects)}  # fmt: skip
 
 
 def initialized(obj: dict[str, Any]) -> bool:
@@ -335,53 +341,57 @@ def initialized(obj: dict[str, Any]) -> bool:
     )
 
 
-async def count_initialized(client: KubeClient, namespace: str) -> tuple[int, list[str]]:
-    """(Initialized, names of the others) from a fresh paged list."""
-    done, pending, token = 0, [], None
+async def initialized_names(client: KubeClient, namespace: str) -> tuple[set[str], list[str], str]:
+    """(names Initialized, names not, resourceVersion) from a fresh paged list."""
+    done: set[str] = set()
+    pending: list[str] = []
+    token, version = None, ""
     while True:
         page = await client.list(MODEL_BOOSTER, namespace=namespace, limit=500, continue_token=token)
+        version = version or page.resource_version
         for item in page.items:
             if initialized(item):
-                done += 1
+                done.add(item["metadata"]["name"])
             else:
                 pending.append(item["metadata"]["name"])
         token = page.continue_token
         if not token:
-            return done, pending
+            return done, pending, version
 
 
 async def wait_all_initialized(client: KubeClient, *, namespace: str, expected: int, deadline: float) -> None:
     """Watch the ModelBoosters until `expected` of them are Initialized (a watch costs the API server far less
-    than listing every ModelBooster over and over)."""
+    than listing every ModelBooster over and over). Each watch round has a hard time bound: a stream that stops
+    moving without ending (seen now and then under load) must not stall the benchmark; the waiter then lists
+    afresh and watches again."""
     done: set[str] = set()
     version = ""
     while True:
         if not version:
-            listed = await client.list(MODEL_BOOSTER, namespace=namespace)
-            done = {item["metadata"]["name"] for item in listed.items if initialized(item)}
-            version = listed.resource_version
+            done, _, version = await initialized_names(client, namespace)
         if len(done) >= expected:
             return
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             break
+        rounds = max(1, min(30, int(remaining)))
         try:
-            async for event in client.watch(MODEL_BOOSTER, namespace=namespace, resource_version=version,
-                                            timeout_seconds=max(1, min(30, int(remaining))),
-                                            read_timeout=40):  # fmt: skip
-                if event.type == "ERROR":
-                    version = ""
-                    break
-                version = event.object["metadata"].get("resourceVersion") or version
-                if event.type in ("ADDED", "MODIFIED") and initialized(event.object):
-                    done.add(event.object["metadata"]["name"])
-                    if len(done) >= expected:
-                        return
-        except ApiError:
+            async with asyncio.timeout(rounds + 10):
+                async for event in client.watch(MODEL_BOOSTER, namespace=namespace, resource_version=version,
+                                                timeout_seconds=rounds, read_timeout=rounds + 5):  # fmt: skip
+                    if event.type == "ERROR":
+                        version = ""
+                        break
+                    version = event.object["metadata"].get("resourceVersion") or version
+                    if event.type in ("ADDED", "MODIFIED") and initialized(event.object):
+                        done.add(event.object["metadata"]["name"])
+                        if len(done) >= expected:
+                            return
+        except (ApiError, TimeoutError):
             version = ""
     # Tell a miss of this watch from a miss of the reconciler.
-    really, pending = await count_initialized(client, namespace)
-    raise BenchError(f"only {len(done)}/{expected} seen Initialized in time; a fresh list shows {really} "
+    really, pending, _ = await initialized_names(client, namespace)
+    raise BenchError(f"only {len(done)}/{expected} seen Initialized in time; a fresh list shows {len(really)} "
                      f"(not Initialized: {', '.join(pending[:5])}{' ...' if len(pending) > 5 else ''})")  # fmt: skip
 
 
@@ -390,7 +400,7 @@ async def converge(
 ) -> dict[str, Any]:
     """Create `count` ModelBoosters and wait until every one is Initialized; the reconciler's figures."""
     before = await reconciler.metrics()
-    cpu_before = reconciler.cpu_seconds()
+    cpu_before, server_cpu = reconciler.cpu_seconds(), where.server_cpu()
     started = time.perf_counter()
     waiter = asyncio.create_task(
         wait_all_initialized(where.client, namespace=namespace, expected=count, deadline=started + within)
@@ -411,6 +421,9 @@ async def converge(
         "writes_per_booster": round(writes / count, 2),
         "reconciler_writes_per_second": round(writes / converged, 1),
         "reconciler_cpu_seconds": round(reconciler.cpu_seconds() - cpu_before, 1),
+        # Everything the API server did meanwhile (the benchmark's creates, the reconciler's writes, the watches)
+        # per write of the reconciler: compare with the raw phases' figure.
+        "server_cpu_ms_per_reconciler_write": round((where.server_cpu() - server_cpu) * 1000 / writes, 2),
         "metrics_after": after,
     }
 
@@ -457,7 +470,7 @@ async def restart(
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with target(args) as where, aiohttp.ClientSession() as session:
         names = where.namespaces
-        raw_before = await raw_writes(where.client, boosters=args.raw_boosters, concurrency=args.raw_concurrency,
+        raw_before = await raw_writes(where, boosters=args.raw_boosters, concurrency=args.raw_concurrency,
                                       namespace=names.raw_before)  # fmt: skip
         first_workers = args.workers[0]
         reconciler = Reconciler(where, session, workers=first_workers, qps=args.qps)
@@ -474,8 +487,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                   f"(empty caches: {baseline_rss:.1f} MB)", flush=True)  # fmt: skip
             reconciler, restarted = await restart(where, session, reconciler, workers=first_workers, qps=args.qps,
                                                   boosters=args.boosters, within=args.timeout)  # fmt: skip
-            throughput = [{"workers": first_workers, "boosters": args.boosters,
-                           "reconciler_writes_per_second": main["reconciler_writes_per_second"]}]  # fmt: skip
+            keys = ("seconds_to_initialized", "reconciler_writes_per_second", "server_cpu_ms_per_reconciler_write")
+            throughput = [{"workers": first_workers, "boosters": args.boosters, **{key: main[key] for key in keys}}]
             total = args.boosters
             for workers, namespace in names.sweeps.items():
                 reconciler, _ = await restart(where, session, reconciler, workers=workers, qps=args.qps,
@@ -483,12 +496,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 swept = await converge(where, reconciler, namespace=namespace, count=args.sweep_boosters,
                                        concurrency=args.raw_concurrency, within=args.timeout)  # fmt: skip
                 total += args.sweep_boosters
-                throughput.append({"workers": workers, "boosters": args.sweep_boosters,
-                                   "seconds_to_initialized": swept["seconds_to_initialized"],
-                                   "reconciler_writes_per_second": swept["reconciler_writes_per_second"]})  # fmt: skip
+                figures = {key: swept[key] for key in keys}
+                throughput.append({"workers": workers, "boosters": args.sweep_boosters, **figures})
         finally:
             reconciler.stop()
-        raw_after = await raw_writes(where.client, boosters=args.raw_boosters, concurrency=args.raw_concurrency,
+        raw_after = await raw_writes(where, boosters=args.raw_boosters, concurrency=args.raw_concurrency,
                                      namespace=names.raw_after)  # fmt: skip
         raw_wps = (raw_before["writes_per_second"] + raw_after["writes_per_second"]) / 2
         for entry in throughput:
@@ -513,6 +525,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 round(raw_after["writes_per_second"], 1),
             ],
             "raw_concurrency": args.raw_concurrency,
+            "server_cpu_ms_per_raw_write": round(
+                (raw_before["server_cpu_ms_per_write"] + raw_after["server_cpu_ms_per_write"]) / 2, 2
+            ),
             "throughput": throughput,
             "load_average_at_end": [round(value, 2) for value in os.getloadavg()],
             "load_average_at_start": args.load_at_start,
