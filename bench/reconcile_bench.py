@@ -39,6 +39,7 @@ import os
 import platform
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,7 @@ class Namespaces:
 @dataclass
 class Target:
     client: KubeClient
+    waiter: KubeClient  # the Initialized waiter's own connections, apart from the creates' pool
     kubeconfig: Path
     namespaces: Namespaces
     cluster: bool  # a real cluster through --kubeconfig, not the fake
@@ -170,6 +172,7 @@ async def target(args: argparse.Namespace) -> AsyncIterator[Target]:
         names = Namespaces(main=prefix, raw_before=f"{prefix}-raw-before", raw_after=f"{prefix}-raw-after",
                            sweeps={w: f"{prefix}-w{w}" for w in sweep_workers})  # fmt: skip
         client = await KubeClient.connect(kubeconfig=args.kubeconfig, user_agent="reconcile-bench")
+        waiter = await KubeClient.connect(kubeconfig=args.kubeconfig, user_agent="reconcile-bench-waiter")
         fake = None
         kubeconfig = Path(args.kubeconfig)
     else:
@@ -179,6 +182,7 @@ async def target(args: argparse.Namespace) -> AsyncIterator[Target]:
         history = max(10_000, (args.boosters + args.sweep_boosters * len(sweep_workers)) * 20)
         fake, url, kubeconfig = start_fake(Path(workdir.name), history=history)
         client = KubeClient.for_url(url, user_agent="reconcile-bench")
+        waiter = KubeClient.for_url(url, user_agent="reconcile-bench-waiter")
     created: list[str] = []
     try:
         for namespace in names.all():
@@ -188,7 +192,7 @@ async def target(args: argparse.Namespace) -> AsyncIterator[Target]:
         if not await served(client, MODEL_BOOSTER, names.main):
             raise BenchError("the ModelBooster CRD is not installed: install the chart's CRDs first")
         inferno = await served(client, OPTIMIZER, names.main)
-        yield Target(client, kubeconfig, names, cluster=fake is None, inferno=inferno,
+        yield Target(client, waiter, kubeconfig, names, cluster=fake is None, inferno=inferno,
                      server_pid=fake.pid if fake is not None else None)
     finally:
         if fake is None:
@@ -196,6 +200,7 @@ async def target(args: argparse.Namespace) -> AsyncIterator[Target]:
                 with contextlib.suppress(ApiError):
                     await client.delete(NAMESPACE_KIND, None, namespace)
         await client.close()
+        await waiter.close()
         if fake is not None:
             fake.terminate()
             fake.wait(30)
@@ -389,6 +394,7 @@ async def wait_all_initialized(client: KubeClient, *, namespace: str, expected: 
                             return
         except (ApiError, TimeoutError):
             version = ""
+        print(f"  {len(done)}/{expected} Initialized", flush=True)
     # Tell a miss of this watch from a miss of the reconciler.
     really, pending, _ = await initialized_names(client, namespace)
     raise BenchError(f"only {len(done)}/{expected} seen Initialized in time; a fresh list shows {len(really)} "
@@ -403,7 +409,7 @@ async def converge(
     cpu_before, server_cpu = reconciler.cpu_seconds(), where.server_cpu()
     started = time.perf_counter()
     waiter = asyncio.create_task(
-        wait_all_initialized(where.client, namespace=namespace, expected=count, deadline=started + within)
+        wait_all_initialized(where.waiter, namespace=namespace, expected=count, deadline=started + within)
     )
     await bounded(concurrency, [where.client.create(MODEL_BOOSTER, booster(i, namespace)) for i in range(count)])
     print(f"created {count} ModelBoosters in {time.perf_counter() - started:.2f}s", flush=True)
@@ -583,6 +589,17 @@ def workers_list(text: str) -> list[int]:
     return values
 
 
+def dump_tasks() -> None:
+    """On SIGUSR1: where every task of the benchmark waits (to diagnose a stall)."""
+    for task in asyncio.all_tasks():
+        task.print_stack(limit=8, file=sys.stderr)
+
+
+async def run_dumpable(args: argparse.Namespace) -> dict[str, Any]:
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
+    return await run(args)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boosters", type=int, default=1000)
@@ -601,7 +618,7 @@ def main() -> int:
         parser.error("--boosters, --sweep-boosters and --raw-boosters must be >= 1")
     args.load_at_start = [round(value, 2) for value in os.getloadavg()]
     try:
-        figures = asyncio.run(run(args))
+        figures = asyncio.run(run_dumpable(args))
     except (ApiError, BenchError) as error:
         print(f"reconcile_bench: {error}", file=sys.stderr)
         return 1
