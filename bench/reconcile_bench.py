@@ -23,9 +23,9 @@ those). Phases:
 
 Prints each figure and each goal with met / NOT met, and writes the figures to
 bench/results/reconcile-<boosters>[-cluster].json (or `--output`). Goals: reconciler/raw write rate >= 0.8 at
-every worker count; at 1,000 ModelBoosters all Initialized within 60 s and peak RSS <= 120 MB (the higher of the
-converging and the restarted process); 0 writes while idle; 0 writes while a restart reaches ready and finishes
-its first pass.
+every worker count; at 1,000 ModelBoosters all Initialized within 60 s and peak RSS <= 120 MB (the highest of
+the converging and every restarted process); 0 writes while idle; 0 writes while a restart reaches ready and
+finishes its first pass. RSS figures are MiB (VmHWM kB / 1024).
 """
 
 from __future__ import annotations
@@ -496,9 +496,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             keys = ("seconds_to_initialized", "reconciler_writes_per_second", "server_cpu_ms_per_reconciler_write")
             throughput = [{"workers": first_workers, "boosters": args.boosters, **{key: main[key] for key in keys}}]
             total = args.boosters
+            sweep_restarts = []
             for workers, namespace in names.sweeps.items():
-                reconciler, _ = await restart(where, session, reconciler, workers=workers, qps=args.qps,
+                reconciler, again = await restart(where, session, reconciler, workers=workers, qps=args.qps,
                                               boosters=total, within=args.timeout)  # fmt: skip
+                sweep_restarts.append(again)
                 swept = await converge(where, reconciler, namespace=namespace, count=args.sweep_boosters,
                                        concurrency=args.raw_concurrency, within=args.timeout)  # fmt: skip
                 total += args.sweep_boosters
@@ -525,6 +527,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "peak_rss_mb": round(peak_rss, 1),
             "rss_per_booster_kb": round(slope_kb, 1),
             "restart": restarted,
+            "restarts_before_sweeps": sweep_restarts,
             "raw_writes_per_second": round(raw_wps, 1),
             "raw_writes_per_second_before_after": [
                 round(raw_before["writes_per_second"], 1),
@@ -558,13 +561,14 @@ def goals(figures: dict[str, Any]) -> list[Check]:
     for entry in figures["throughput"]:
         checks.append((f"write rate ratio at {entry['workers']} workers", entry["ratio"], f">= {RATIO_GOAL}",
                        lambda value: value >= RATIO_GOAL))  # fmt: skip
-    peak = max(figures["peak_rss_mb"], figures["restart"]["peak_rss_mb"])  # converging or restarting
+    restarts = [figures["restart"], *figures["restarts_before_sweeps"]]
+    peak = max(figures["peak_rss_mb"], *(entry["peak_rss_mb"] for entry in restarts))  # converging or restarting
     for name, value in (("seconds_to_initialized", figures["seconds_to_initialized"]), ("peak_rss_mb", peak)):
         limit = GOALS_AT_1000[name]
         test = (lambda value, limit=limit: value <= limit) if at_1000 else None
         checks.append((name, value, f"<= {limit} at 1,000 ModelBoosters", test))
     checks.append(("idle_writes", figures["idle_writes"], "== 0", lambda value: value == 0))
-    checks.append(("restart writes until the first pass is done", figures["restart"]["writes"], "== 0",
+    checks.append(("restart writes until the first pass is done", max(entry["writes"] for entry in restarts), "== 0",
                    lambda value: value == 0))  # fmt: skip
     return checks
 
