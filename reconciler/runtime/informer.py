@@ -92,6 +92,7 @@ class Informer:
         backoff_base: float = 0.2,
         backoff_max: float = 30.0,
         metrics: Metrics | None = None,
+        list_gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.client = client
         self.kind = kind
@@ -106,6 +107,7 @@ class Informer:
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._metrics = metrics
+        self._list_gate = list_gate
         self._objects: dict[StoreKey, dict[str, Any]] = {}
         self._indexes: dict[str, dict[str, set[StoreKey]]] = {name: {} for name in self._indexers}
         self._handlers: list[Handler] = []
@@ -244,6 +246,14 @@ class Informer:
     async def run(self) -> None:
         await asyncio.gather(*(self._reflect(scope) for scope in self._scopes))
 
+    async def _gated_list(self, scope: str | None) -> str:
+        """`_list` once the gate (shared by a manager's informers) lets it: on start-up every informer lists at
+        once, and one list's pages at a time keep the peak memory down (the server serves them no slower)."""
+        if self._list_gate is None:
+            return await self._list(scope)
+        async with self._list_gate:
+            return await self._list(scope)
+
     async def _list(self, scope: str | None) -> str:
         # Each page is transformed as it arrives and then dropped: a list of 10,000 objects is never held whole
         # in its decoded form (the server pages it by `limit`/`continue`).
@@ -275,7 +285,7 @@ class Informer:
         while True:
             try:
                 if version is None:
-                    version = await self._list(scope)
+                    version = await self._gated_list(scope)
                     self.last_activity = time.monotonic()
                 version = await self._watch(scope, version)
                 failures = 0
