@@ -1,20 +1,31 @@
-"""How fast the reconciler converges many ModelBoosters, what it costs the API server, and its memory.
+"""How fast the reconciler converges many ModelBoosters, what it costs the API server, its memory, and a restart.
 
-Runs the fake API server (`python -m tests.fakeapi`) and the reconciler (`modelbooster reconciler`) as separate
-processes, then:
-1. raw write throughput: the same API client (reconciler/runtime/client.py) creates the very children the reconciler
-   would write for `--raw-boosters` ModelBoosters (without owner references or our labels, in a scratch
-   namespace, so the reconciler ignores them), with `--raw-concurrency` requests in flight;
-2. creates `--boosters` ModelBoosters (2 vLLM backends each, model-level autoscaling) and measures the time until
-   every one has `Initialized=True`, and the reconciler's API requests per ModelBooster (its own
-   `rest_client_requests_total`);
-3. counts the reconciler's write requests during `--idle` seconds of quiet (goal 0);
-4. reads the reconciler's peak RSS (VmHWM) and prints the ratio of its write throughput to the raw one.
+Runs `modelbooster reconciler` as a separate process against the fake API server (`python -m tests.fakeapi`,
+started here) or, with `--kubeconfig`, against any cluster (nothing is faked then; every object goes into
+namespaces named `reconcile-bench-<random>-*` that are deleted at the end, and the reconciler watches only
+those). Phases:
+1. raw write throughput: the same API client (reconciler/runtime/client.py) creates the very children the
+   reconciler would write for `--raw-boosters` ModelBoosters (without owner references or our labels, so the
+   reconciler ignores them), with `--raw-concurrency` requests in flight; measured before and after the rest and
+   averaged, because the machine's load drifts;
+2. the reconciler starts with empty caches (its RSS then is the baseline); `--boosters` ModelBoosters (2 vLLM
+   backends each, model-level autoscaling) are created and the time until every one is `Initialized=True`,
+   the reconciler's requests per ModelBooster (its own `rest_client_requests_total`) and its peak RSS (VmHWM)
+   are taken; peak RSS minus the baseline, divided by the ModelBoosters, is the slope per ModelBooster;
+3. its write requests during `--idle` seconds of quiet;
+4. restart: the reconciler is stopped and started again with everything converged; the time until it is ready
+   (caches synced) and until its first full pass is done (every ModelBooster reconciled once, queue empty),
+   its writes in that time (goal: none) and its peak RSS;
+5. for each further worker count of `--workers`: restart with that many workers, let the first pass finish,
+   create `--sweep-boosters` more ModelBoosters in a namespace of their own and measure the write rate again.
 
-    python bench/reconcile_bench.py [--boosters 1000] [--idle 60] [--workers 5]
+    python bench/reconcile_bench.py [--boosters 1000] [--workers 5,20] [--idle 60] [--kubeconfig FILE]
 
-Prints the figures and writes them to bench/results/reconcile.json. Goals: ratio >= 0.5; 1,000 ModelBoosters
-Initialized within 60 s; peak RSS <= 300 MB; 0 writes while idle.
+Prints each figure and each goal with met / NOT met, and writes the figures to
+bench/results/reconcile-<boosters>[-cluster].json (or `--output`). Goals: reconciler/raw write rate >= 0.8 at
+every worker count; at 1,000 ModelBoosters all Initialized within 60 s and peak RSS <= 120 MB (the highest of
+the converging and every restarted process); 0 writes while idle; 0 writes while a restart reaches ready and
+finishes its first pass. RSS figures are MiB (VmHWM kB / 1024).
 """
 
 from __future__ import annotations
@@ -27,15 +38,20 @@ import json
 import os
 import platform
 import re
+import secrets
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from reconciler.inferno.controller import OPTIMIZER
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, child_kind_of
 from reconciler.modelbooster.synthesis import SynthesisSettings, synthesize
 from reconciler.runtime.client import ApiError, KubeClient
@@ -43,20 +59,24 @@ from reconciler.runtime.kinds import Kind
 from shared.validation import parse_modelbooster
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results" / "reconcile.json"
+RESULTS = ROOT / "bench" / "results"
 # Every CRD the chart installs (the Inferno controller runs in the same process and watches its kinds).
 CRDS = [
     *sorted((ROOT / "charts" / "modelbooster" / "crds").glob("*.yaml")),
     *sorted((ROOT / "charts" / "modelbooster" / "charts" / "child-crds" / "crds").glob("*.yaml")),
 ]
-NAMESPACE = "bench"
-RAW_NAMESPACES = ("bench-raw-before", "bench-raw-after")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-GOALS = {"ratio": 0.5, "seconds_to_initialized": 60.0, "peak_rss_mb": 300.0, "idle_writes": 0}
+CONTROLLER = "modelbooster"
 NAMESPACE_KIND = Kind("", "v1", "Namespace", "namespaces", namespaced=False)
+RATIO_GOAL = 0.8
+GOALS_AT_1000 = {"seconds_to_initialized": 60.0, "peak_rss_mb": 120.0}
 
 
-def booster(index: int, namespace: str = NAMESPACE) -> dict[str, Any]:
+class BenchError(Exception):
+    """The measurement could not be made; the message says why."""
+
+
+def booster(index: int, namespace: str) -> dict[str, Any]:
     def backend(name: str, cost: int, weight: int) -> dict[str, Any]:
         return {
             "name": name,
@@ -90,7 +110,35 @@ def booster(index: int, namespace: str = NAMESPACE) -> dict[str, Any]:
     }
 
 
-# ------------------------------------------------------------------------------------------- processes
+# ------------------------------------------------------------------------------------------- where it runs
+@dataclass
+class Namespaces:
+    main: str
+    raw_before: str
+    raw_after: str
+    sweeps: dict[int, str] = field(default_factory=dict)  # workers -> namespace
+
+    def all(self) -> list[str]:
+        return [self.main, self.raw_before, self.raw_after, *self.sweeps.values()]
+
+    def watched(self) -> list[str]:
+        return [self.main, *self.sweeps.values()]
+
+
+@dataclass
+class Target:
+    client: KubeClient
+    waiter: KubeClient  # the Initialized waiter's own connections, apart from the creates' pool
+    kubeconfig: Path
+    namespaces: Namespaces
+    cluster: bool  # a real cluster through --kubeconfig, not the fake
+    inferno: bool  # whether the Inferno CRDs are served (the reconciler's Inferno controller needs them)
+    server_pid: int | None = None  # the fake API server's process, whose CPU time tells where a phase's time went
+
+    def server_cpu(self) -> float:
+        return cpu_seconds(self.server_pid) if self.server_pid is not None else float("nan")
+
+
 def start_fake(workdir: Path, *, history: int) -> tuple[subprocess.Popen[str], str, Path]:
     kubeconfig = workdir / "kubeconfig"
     command = [sys.executable, "-m", "tests.fakeapi", "--kubeconfig", str(kubeconfig), "--history-size", str(history)]
@@ -100,39 +148,149 @@ def start_fake(workdir: Path, *, history: int) -> tuple[subprocess.Popen[str], s
     assert process.stdout is not None
     line = process.stdout.readline()
     if not line:
-        raise SystemExit("the fake API server did not start")
+        raise BenchError("the fake API server did not start")
     return process, json.loads(line)["url"], kubeconfig
 
 
-def start_reconciler(kubeconfig: Path, *, port: int, workers: int, qps: float) -> subprocess.Popen[bytes]:
-    entry = ["-m", "modelbooster"] if not os.environ.get("BENCH_PROFILE") else [os.environ["BENCH_PROFILE"]]
-    command = [
-        sys.executable, *entry, "reconciler",
-        "--kubeconfig", str(kubeconfig),
-        "--no-leader-elect",
-        "--metrics-port", str(port),
-        "--metrics-bind-address", "127.0.0.1",
-        "--workers", str(workers),
-        "--qps", str(qps),
-        "--burst", str(int(qps * 2)),
-        "--log-level", "warning",
-        "--controller-namespace", "default",
-        "--no-cert-duty",  # no admission webhook in this benchmark
-    ]  # fmt: skip
-    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+async def served(client: KubeClient, kind: Kind, namespace: str) -> bool:
+    try:
+        await client.list(kind, namespace=namespace, limit=1)
+    except ApiError as error:
+        if error.not_found:
+            return False
+        raise
+    return True
 
 
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+@contextlib.asynccontextmanager
+async def target(args: argparse.Namespace) -> AsyncIterator[Target]:
+    """The API server to measure against, with the benchmark's namespaces created (and, on a cluster, deleted
+    at the end)."""
+    sweep_workers = args.workers[1:]
+    if args.kubeconfig:
+        prefix = f"reconcile-bench-{secrets.token_hex(3)}"
+        names = Namespaces(main=prefix, raw_before=f"{prefix}-raw-before", raw_after=f"{prefix}-raw-after",
+                           sweeps={w: f"{prefix}-w{w}" for w in sweep_workers})  # fmt: skip
+        client = await KubeClient.connect(kubeconfig=args.kubeconfig, user_agent="reconcile-bench")
+        waiter = await KubeClient.connect(kubeconfig=args.kubeconfig, user_agent="reconcile-bench-waiter")
+        fake = None
+        kubeconfig = Path(args.kubeconfig)
+    else:
+        names = Namespaces(main="bench", raw_before="bench-raw-before", raw_after="bench-raw-after",
+                           sweeps={w: f"bench-w{w}" for w in sweep_workers})  # fmt: skip
+        workdir = tempfile.TemporaryDirectory(prefix="reconcile-bench-")
+        history = max(10_000, (args.boosters + args.sweep_boosters * len(sweep_workers)) * 20)
+        fake, url, kubeconfig = start_fake(Path(workdir.name), history=history)
+        client = KubeClient.for_url(url, user_agent="reconcile-bench")
+        waiter = KubeClient.for_url(url, user_agent="reconcile-bench-waiter")
+    created: list[str] = []
+    try:
+        for namespace in names.all():
+            await client.create(NAMESPACE_KIND, {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": namespace}})  # fmt: skip
+            created.append(namespace)
+        if not await served(client, MODEL_BOOSTER, names.main):
+            raise BenchError("the ModelBooster CRD is not installed: install the chart's CRDs first")
+        inferno = await served(client, OPTIMIZER, names.main)
+        yield Target(client, waiter, kubeconfig, names, cluster=fake is None, inferno=inferno,
+                     server_pid=fake.pid if fake is not None else None)
+    finally:
+        if fake is None:
+            for namespace in created:  # everything the benchmark made goes with its namespaces
+                with contextlib.suppress(ApiError):
+                    await client.delete(NAMESPACE_KIND, None, namespace)
+        await client.close()
+        await waiter.close()
+        if fake is not None:
+            fake.terminate()
+            fake.wait(30)
+            workdir.cleanup()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+# ------------------------------------------------------------------------------------------- the reconciler
+class Reconciler:
+    """One `modelbooster reconciler` process and its metrics endpoint."""
+
+    def __init__(self, where: Target, session: aiohttp.ClientSession, *, workers: int, qps: float) -> None:
+        self.port = free_port()
+        self.session = session
+        entry = ["-m", "modelbooster"] if not os.environ.get("BENCH_PROFILE") else [os.environ["BENCH_PROFILE"]]
+        command = [
+            sys.executable, *entry, "reconciler",
+            "--kubeconfig", str(where.kubeconfig),
+            "--no-leader-elect",
+            "--metrics-port", str(self.port),
+            "--metrics-bind-address", "127.0.0.1",
+            "--workers", str(workers),
+            "--qps", str(qps),
+            "--burst", str(int(qps * 2)),
+            "--log-level", "warning",
+            "--controller-namespace", where.namespaces.main,
+            "--no-cert-duty",  # no admission webhook in this benchmark
+        ]  # fmt: skip
+        if where.cluster:  # never touch anything outside the benchmark's namespaces
+            command += ["--namespaces", ",".join(where.namespaces.watched())]
+        if not where.inferno:
+            command.append("--no-inferno")
+        self.process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(60)
+
+    def rss_mb(self, field_name: str = "VmHWM") -> float:
+        """VmHWM: the peak resident set so far; VmRSS: the current one."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith(f"{field_name}:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.process.pid)
+
+    async def wait_ready(self, within: float) -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise BenchError(f"the reconciler exited with status {self.process.returncode}")
+            with contextlib.suppress(aiohttp.ClientError):
+                async with self.session.get(f"http://127.0.0.1:{self.port}/readyz") as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(0.1)
+        raise BenchError(f"the reconciler was not ready within {within:.0f}s")
+
+    async def metrics(self) -> Metrics:
+        async with self.session.get(f"http://127.0.0.1:{self.port}/metrics") as response:
+            return Metrics(await response.text())
+
+
+class Metrics:
+    """The few series of the reconciler's /metrics the benchmark reads."""
+
+    def __init__(self, text: str) -> None:
+        self.samples: list[tuple[str, dict[str, str], float]] = []
+        for match in re.finditer(r"^(\w+)\{([^}]*)\} ([0-9.e+-]+)$", text, re.MULTILINE):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
+            self.samples.append((match.group(1), labels, float(match.group(3))))
+
+    def total(self, series: str, /, **labels: str) -> float:
+        return sum(
+            value
+            for sample, have, value in self.samples
+            if sample == series and all(have.get(key) == want for key, want in labels.items())
+        )
+
+    def requests(self) -> dict[str, float]:
+        counts: dict[str, float] = {}
+        for sample, labels, value in self.samples:
+            if sample == "rest_client_requests_total":
+                counts[labels["method"]] = counts.get(labels["method"], 0.0) + value
+        return counts
+
+    def writes(self) -> float:
+        return sum(self.requests().get(method, 0.0) for method in WRITE_METHODS)
 
 
 def free_port() -> int:
@@ -143,40 +301,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def scrape(session: aiohttp.ClientSession, port: int) -> dict[str, float]:
-    """The reconciler's request counters by method: {"GET": n, "POST": n, ...}."""
-    async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
-        text = await response.text()
-    counts: dict[str, float] = {}
-    for match in re.finditer(r"^rest_client_requests_total\{([^}]*)\} ([0-9.e+]+)$", text, re.MULTILINE):
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1)))
-        counts[labels["method"]] = counts.get(labels["method"], 0.0) + float(match.group(2))
-    return counts
-
-
-async def wait_ready(session: aiohttp.ClientSession, port: int, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        with contextlib.suppress(aiohttp.ClientError):
-            async with session.get(f"http://127.0.0.1:{port}/readyz") as response:
-                if response.status == 200:
-                    return
-        await asyncio.sleep(0.2)
-    raise SystemExit("the reconciler did not become ready")
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ------------------------------------------------------------------------------------------- phases
-async def bounded(concurrency: int, jobs: list[Any]) -> None:
+async def bounded(concurrency: int, jobs: list[Awaitable[Any]]) -> None:
     semaphore = asyncio.Semaphore(concurrency)
 
-    async def run(job: Any) -> None:
+    async def run(job: Awaitable[Any]) -> None:
         async with semaphore:
             await job
 
     await asyncio.gather(*(run(job) for job in jobs))
 
 
-async def raw_writes(client: KubeClient, *, boosters: int, concurrency: int, namespace: str) -> dict[str, float]:
+async def raw_writes(where: Target, *, boosters: int, concurrency: int, namespace: str) -> dict[str, float]:
     """Create what the reconciler would write for `boosters` ModelBoosters, as fast as the client can."""
     objects: list[tuple[Kind, dict[str, Any]]] = []
     for index in range(boosters):
@@ -189,10 +331,12 @@ async def raw_writes(client: KubeClient, *, boosters: int, concurrency: int, nam
             child["metadata"].pop("ownerReferences", None)
             child["metadata"]["labels"] = {"bench": "raw"}
             objects.append((kind, child))
-    started = time.perf_counter()
-    await bounded(concurrency, [client.create(kind, obj, field_manager="bench") for kind, obj in objects])
+    started, server_cpu = time.perf_counter(), where.server_cpu()
+    await bounded(concurrency, [where.client.create(kind, obj, field_manager="bench") for kind, obj in objects])
     elapsed = time.perf_counter() - started
-    return {"writes": len(objects), "seconds": elapsed, "writes_per_second": len(objects) / elapsed}
+    print(f"raw writes ({namespace}): {len(objects)} in {elapsed:.2f}s = {len(objects) / elapsed:.0f}/s", flush=True)
+    return {"writes": len(objects), "seconds": elapsed, "writes_per_second": len(objects) / elapsed,
+            "server_cpu_ms_per_write": (where.server_cpu() - server_cpu) * 1000 / len(objects)}  # fmt: skip
 
 
 def initialized(obj: dict[str, Any]) -> bool:
@@ -202,139 +346,298 @@ def initialized(obj: dict[str, Any]) -> bool:
     )
 
 
-async def wait_all_initialized(client: KubeClient, *, expected: int, deadline: float) -> None:
+async def initialized_names(client: KubeClient, namespace: str) -> tuple[set[str], list[str], str]:
+    """(names Initialized, names not, resourceVersion) from a fresh paged list."""
+    done: set[str] = set()
+    pending: list[str] = []
+    token, version = None, ""
+    while True:
+        page = await client.list(MODEL_BOOSTER, namespace=namespace, limit=500, continue_token=token)
+        version = version or page.resource_version
+        for item in page.items:
+            if initialized(item):
+                done.add(item["metadata"]["name"])
+            else:
+                pending.append(item["metadata"]["name"])
+        token = page.continue_token
+        if not token:
+            return done, pending, version
+
+
+async def wait_all_initialized(client: KubeClient, *, namespace: str, expected: int, deadline: float) -> None:
     """Watch the ModelBoosters until `expected` of them are Initialized (a watch costs the API server far less
-    than listing every ModelBooster over and over)."""
+    than listing every ModelBooster over and over). Each watch round has a hard time bound: a stream that stops
+    moving without ending (seen now and then under load) must not stall the benchmark; after a round without
+    progress the waiter lists afresh and watches again."""
     done: set[str] = set()
     version = ""
     while True:
         if not version:
-            listed = await client.list(MODEL_BOOSTER, namespace=NAMESPACE)
-            done = {item["metadata"]["name"] for item in listed.items if initialized(item)}
-            version = listed.resource_version
+            done, _, version = await initialized_names(client, namespace)
         if len(done) >= expected:
             return
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            break
+        rounds = max(1, min(10, int(remaining)))
+        progress = len(done)
         try:
-            async for event in client.watch(MODEL_BOOSTER, namespace=NAMESPACE, resource_version=version,
-                                            timeout_seconds=30, read_timeout=40):  # fmt: skip
-                if event.type == "ERROR":
-                    version = ""
-                    break
-                version = event.object["metadata"].get("resourceVersion") or version
-                if event.type in ("ADDED", "MODIFIED") and initialized(event.object):
-                    done.add(event.object["metadata"]["name"])
-                    if len(done) >= expected:
-                        return
-        except ApiError:
+            async with asyncio.timeout(rounds + 10):
+                async for event in client.watch(MODEL_BOOSTER, namespace=namespace, resource_version=version,
+                                                timeout_seconds=rounds, read_timeout=rounds + 5):  # fmt: skip
+                    if event.type == "ERROR":
+                        version = ""
+                        break
+                    version = event.object["metadata"].get("resourceVersion") or version
+                    if event.type in ("ADDED", "MODIFIED") and initialized(event.object):
+                        done.add(event.object["metadata"]["name"])
+                        if len(done) >= expected:
+                            return
+        except (ApiError, TimeoutError):
             version = ""
+        if len(done) == progress:
+            # A round without progress: trust a fresh list, not the stream (on the fake API server, a watch
+            # resumed from the last resourceVersion seen was once seen to miss 5 of 10,000 updates).
+            version = ""
+        print(f"  {len(done)}/{expected} Initialized", flush=True)
+    # Tell a miss of this watch from a miss of the reconciler.
+    really, pending, _ = await initialized_names(client, namespace)
+    raise BenchError(f"only {len(done)}/{expected} seen Initialized in time; a fresh list shows {len(really)} "
+                     f"(not Initialized: {', '.join(pending[:5])}{' ...' if len(pending) > 5 else ''})")  # fmt: skip
+
+
+async def converge(
+    where: Target, reconciler: Reconciler, *, namespace: str, count: int, concurrency: int, within: float
+) -> dict[str, Any]:
+    """Create `count` ModelBoosters and wait until every one is Initialized; the reconciler's figures."""
+    before = await reconciler.metrics()
+    cpu_before, server_cpu = reconciler.cpu_seconds(), where.server_cpu()
+    started = time.perf_counter()
+    waiter = asyncio.create_task(
+        wait_all_initialized(where.waiter, namespace=namespace, expected=count, deadline=started + within)
+    )
+    await bounded(concurrency, [where.client.create(MODEL_BOOSTER, booster(i, namespace)) for i in range(count)])
+    print(f"created {count} ModelBoosters in {time.perf_counter() - started:.2f}s", flush=True)
+    await waiter
+    converged = time.perf_counter() - started
+    after = await reconciler.metrics()
+    print(f"all {count} Initialized after {converged:.2f}s", flush=True)
+    requests = {method: value - before.requests().get(method, 0.0) for method, value in after.requests().items()}
+    writes = after.writes() - before.writes()
+    return {
+        "boosters": count,
+        "seconds_to_initialized": round(converged, 2),
+        "requests_per_booster": {m: round(v / count, 2) for m, v in sorted(requests.items())},
+        "requests_per_booster_total": round(sum(requests.values()) / count, 2),
+        "writes_per_booster": round(writes / count, 2),
+        "reconciler_writes_per_second": round(writes / converged, 1),
+        "reconciler_cpu_seconds": round(reconciler.cpu_seconds() - cpu_before, 1),
+        # Everything the API server did meanwhile (the benchmark's creates, the reconciler's writes, the watches)
+        # per write of the reconciler: compare with the raw phases' figure.
+        "server_cpu_ms_per_reconciler_write": round((where.server_cpu() - server_cpu) * 1000 / writes, 2),
+        "metrics_after": after,
+    }
+
+
+async def restart(
+    where: Target, session: aiohttp.ClientSession, old: Reconciler, *, workers: int, qps: float, boosters: int,
+    within: float,
+) -> tuple[Reconciler, dict[str, Any]]:  # fmt: skip
+    """Stop `old`, start a new reconciler over `boosters` converged ModelBoosters: time to ready and to the end
+    of its first full pass, and its writes meanwhile."""
+    old.stop()
+    started = time.perf_counter()
+    new = Reconciler(where, session, workers=workers, qps=qps)
+    await new.wait_ready(within)
+    ready = time.perf_counter() - started
+    deadline = started + within
+    while True:
+        metrics = await new.metrics()
+        reconciled = metrics.total("controller_runtime_reconcile_total", controller=CONTROLLER)
+        busy = metrics.total("workqueue_depth", name=CONTROLLER) + metrics.total(
+            "controller_runtime_active_workers", controller=CONTROLLER
+        )
+        if reconciled >= boosters and busy == 0:
+            break
         if time.perf_counter() > deadline:
-            raise SystemExit(f"only {len(done)}/{expected} Initialized in time")
+            raise BenchError(f"the restarted reconciler reconciled {reconciled:.0f}/{boosters} in {within:.0f}s")
+        await asyncio.sleep(0.1)
+    passed = time.perf_counter() - started
+    figures = {
+        "workers": workers,
+        "boosters": boosters,
+        "seconds_to_ready": round(ready, 2),
+        "seconds_to_first_pass_done": round(passed, 2),
+        "reconciles": int(reconciled),
+        "writes": int(metrics.writes()),
+        "requests": {method: int(value) for method, value in sorted(metrics.requests().items())},
+        "peak_rss_mb": round(new.rss_mb(), 1),
+    }
+    print(f"restart ({workers} workers, {boosters} ModelBoosters): ready after {ready:.2f}s, first pass done after "
+          f"{passed:.2f}s, {figures['writes']} writes, peak RSS {figures['peak_rss_mb']} MB", flush=True)  # fmt: skip
+    return new, figures
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="reconcile-bench-") as tmp:
-        fake, url, kubeconfig = start_fake(Path(tmp), history=max(10_000, args.boosters * 20))
-        reconciler: subprocess.Popen[bytes] | None = None
-        client = KubeClient.for_url(url, user_agent="reconcile-bench")
-        session = aiohttp.ClientSession()
+    async with target(args) as where, aiohttp.ClientSession() as session:
+        names = where.namespaces
+        raw_before = await raw_writes(where, boosters=args.raw_boosters, concurrency=args.raw_concurrency,
+                                      namespace=names.raw_before)  # fmt: skip
+        first_workers = args.workers[0]
+        reconciler = Reconciler(where, session, workers=first_workers, qps=args.qps)
         try:
-            for namespace in (NAMESPACE, *RAW_NAMESPACES):
-                await client.create(NAMESPACE_KIND, {"apiVersion": "v1", "kind": "Namespace",
-                                                     "metadata": {"name": namespace}})  # fmt: skip
-            # Raw throughput is measured before and after the reconciler's run and averaged: the machine's load
-            # drifts, and the ratio should compare like with like.
-            raw_before = await raw_writes(
-                client, boosters=args.raw_boosters, concurrency=args.raw_concurrency, namespace=RAW_NAMESPACES[0]
-            )
-            print(f"raw writes: {raw_before['writes']} in {raw_before['seconds']:.2f}s"
-                  f" = {raw_before['writes_per_second']:.0f}/s")  # fmt: skip
-
-            port = free_port()
-            reconciler = start_reconciler(kubeconfig, port=port, workers=args.workers, qps=args.qps)
-            await wait_ready(session, port)
-            before = await scrape(session, port)
-            cpu_before = (cpu_seconds(reconciler.pid), cpu_seconds(fake.pid))
-
-            started = time.perf_counter()
-            waiter = asyncio.create_task(
-                wait_all_initialized(client, expected=args.boosters, deadline=started + args.timeout)
-            )
-            creates = [client.create(MODEL_BOOSTER, booster(i)) for i in range(args.boosters)]
-            await bounded(args.raw_concurrency, creates)
-            created = time.perf_counter() - started
-            print(f"created {args.boosters} ModelBoosters in {created:.2f}s")
-            await waiter
-            converged = time.perf_counter() - started
-            after = await scrape(session, port)
-            cpu = (cpu_seconds(reconciler.pid) - cpu_before[0], cpu_seconds(fake.pid) - cpu_before[1])
-            print(f"all {args.boosters} Initialized after {converged:.2f}s")
-
-            requests = {method: after.get(method, 0) - before.get(method, 0) for method in after}
-            writes = sum(requests.get(method, 0) for method in WRITE_METHODS)
+            await reconciler.wait_ready(args.timeout)
+            await asyncio.sleep(1.0)  # let start-up garbage settle before taking the empty-cache baseline
+            baseline_rss = reconciler.rss_mb("VmRSS")
+            main = await converge(where, reconciler, namespace=names.main, count=args.boosters,
+                                  concurrency=args.raw_concurrency, within=args.timeout)  # fmt: skip
+            peak_rss = reconciler.rss_mb()
             await asyncio.sleep(args.idle)
-            idle = await scrape(session, port)
-            idle_writes = sum(idle.get(m, 0) - after.get(m, 0) for m in WRITE_METHODS)
-            rss = peak_rss_mb(reconciler.pid)
-            raw_after = await raw_writes(
-                client, boosters=args.raw_boosters, concurrency=args.raw_concurrency, namespace=RAW_NAMESPACES[1]
-            )
-            print(f"raw writes again: {raw_after['writes_per_second']:.0f}/s")
-            raw_wps = (raw_before["writes_per_second"] + raw_after["writes_per_second"]) / 2
-            reconciler_wps = writes / converged
-            return {
-                "boosters": args.boosters,
-                "workers": args.workers,
-                "seconds_to_initialized": round(converged, 2),
-                "requests_per_booster": {m: round(v / args.boosters, 2) for m, v in sorted(requests.items())},
-                "requests_per_booster_total": round(sum(requests.values()) / args.boosters, 2),
-                "writes_per_booster": round(writes / args.boosters, 2),
-                "reconciler_writes_per_second": round(reconciler_wps, 1),
-                "raw_writes_per_second": round(raw_wps, 1),
-                "raw_writes_per_second_before_after": [
-                    round(raw_before["writes_per_second"], 1),
-                    round(raw_after["writes_per_second"], 1),
-                ],
-                "raw_concurrency": args.raw_concurrency,
-                "ratio": round(reconciler_wps / raw_wps, 3),
-                "idle_seconds": args.idle,
-                "idle_writes": int(idle_writes),
-                "peak_rss_mb": round(rss, 1),
-                "cpu_seconds_while_converging": {"reconciler": round(cpu[0], 1), "fake_api_server": round(cpu[1], 1)},
-                "load_average": [round(value, 2) for value in os.getloadavg()],
-                "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
-            }
+            idle_writes = (await reconciler.metrics()).writes() - main.pop("metrics_after").writes()
+            print(f"idle {args.idle:.0f}s: {idle_writes:.0f} writes; peak RSS {peak_rss:.1f} MB "
+                  f"(empty caches: {baseline_rss:.1f} MB)", flush=True)  # fmt: skip
+            reconciler, restarted = await restart(where, session, reconciler, workers=first_workers, qps=args.qps,
+                                                  boosters=args.boosters, within=args.timeout)  # fmt: skip
+            keys = ("seconds_to_initialized", "reconciler_writes_per_second", "server_cpu_ms_per_reconciler_write")
+            throughput = [{"workers": first_workers, "boosters": args.boosters, **{key: main[key] for key in keys}}]
+            total = args.boosters
+            sweep_restarts = []
+            for workers, namespace in names.sweeps.items():
+                reconciler, again = await restart(where, session, reconciler, workers=workers, qps=args.qps,
+                                              boosters=total, within=args.timeout)  # fmt: skip
+                sweep_restarts.append(again)
+                swept = await converge(where, reconciler, namespace=namespace, count=args.sweep_boosters,
+                                       concurrency=args.raw_concurrency, within=args.timeout)  # fmt: skip
+                total += args.sweep_boosters
+                figures = {key: swept[key] for key in keys}
+                throughput.append({"workers": workers, "boosters": args.sweep_boosters, **figures})
         finally:
-            await session.close()
-            await client.close()
-            if reconciler is not None:
-                reconciler.terminate()
-                reconciler.wait(30)
-            fake.terminate()
-            fake.wait(30)
+            reconciler.stop()
+        raw_after = await raw_writes(where, boosters=args.raw_boosters, concurrency=args.raw_concurrency,
+                                     namespace=names.raw_after)  # fmt: skip
+        raw_wps = (raw_before["writes_per_second"] + raw_after["writes_per_second"]) / 2
+        for entry in throughput:
+            entry["ratio"] = round(entry["reconciler_writes_per_second"] / raw_wps, 3)
+        slope_kb = (peak_rss - baseline_rss) * 1024 / args.boosters
+        restarted["rss_per_booster_kb"] = round((restarted["peak_rss_mb"] - baseline_rss) * 1024 / args.boosters, 1)
+        return {
+            "target": "cluster (--kubeconfig)" if where.cluster else "fake API server (tests/fakeapi)",
+            "server_version": await server_version(where.client),
+            "inferno_controller": where.inferno,
+            **main,
+            "workers": first_workers,
+            "idle_seconds": args.idle,
+            "idle_writes": int(idle_writes),
+            "rss_empty_caches_mb": round(baseline_rss, 1),
+            "peak_rss_mb": round(peak_rss, 1),
+            "rss_per_booster_kb": round(slope_kb, 1),
+            "restart": restarted,
+            "restarts_before_sweeps": sweep_restarts,
+            "raw_writes_per_second": round(raw_wps, 1),
+            "raw_writes_per_second_before_after": [
+                round(raw_before["writes_per_second"], 1),
+                round(raw_after["writes_per_second"], 1),
+            ],
+            "raw_concurrency": args.raw_concurrency,
+            "server_cpu_ms_per_raw_write": round(
+                (raw_before["server_cpu_ms_per_write"] + raw_after["server_cpu_ms_per_write"]) / 2, 2
+            ),
+            "throughput": throughput,
+            "load_average_at_end": [round(value, 2) for value in os.getloadavg()],
+            "load_average_at_start": args.load_at_start,
+            "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
+        }
+
+
+async def server_version(client: KubeClient) -> str:
+    with contextlib.suppress(ApiError):
+        _, body = await client.request("GET", "/version")
+        return str(body.get("gitVersion") or "")
+    return ""
+
+
+# ------------------------------------------------------------------------------------------- goals
+Check = tuple[str, Any, str, Callable[[Any], bool] | None]  # name, value, goal text, test (None: not applicable)
+
+
+def goals(figures: dict[str, Any]) -> list[Check]:
+    at_1000 = figures["boosters"] == 1000
+    checks: list[Check] = []
+    for entry in figures["throughput"]:
+        checks.append((f"write rate ratio at {entry['workers']} workers", entry["ratio"], f">= {RATIO_GOAL}",
+                       lambda value: value >= RATIO_GOAL))  # fmt: skip
+    restarts = [figures["restart"], *figures["restarts_before_sweeps"]]
+    peak = max(figures["peak_rss_mb"], *(entry["peak_rss_mb"] for entry in restarts))  # converging or restarting
+    for name, value in (("seconds_to_initialized", figures["seconds_to_initialized"]), ("peak_rss_mb", peak)):
+        limit = GOALS_AT_1000[name]
+        test = (lambda value, limit=limit: value <= limit) if at_1000 else None
+        checks.append((name, value, f"<= {limit} at 1,000 ModelBoosters", test))
+    checks.append(("idle_writes", figures["idle_writes"], "== 0", lambda value: value == 0))
+    checks.append(("restart writes until the first pass is done", max(entry["writes"] for entry in restarts), "== 0",
+                   lambda value: value == 0))  # fmt: skip
+    return checks
+
+
+def report(figures: dict[str, Any]) -> None:
+    for name, value, goal, test in goals(figures):
+        verdict = "n/a (other size)" if test is None else ("met" if test(value) else "NOT met")
+        print(f"{name}: {value} (goal {goal}) {verdict}")
+    print(f"restart: ready after {figures['restart']['seconds_to_ready']}s, first pass done after "
+          f"{figures['restart']['seconds_to_first_pass_done']}s; RSS slope per ModelBooster over "
+          f"{figures['rss_empty_caches_mb']} MB with empty caches: {figures['rss_per_booster_kb']} KB converging, "
+          f"{figures['restart']['rss_per_booster_kb']} KB restarted")  # fmt: skip
+
+
+def workers_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a comma-separated list of worker counts") from None
+    if not values or any(value < 1 for value in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: worker counts must be >= 1")
+    return values
+
+
+def dump_tasks() -> None:
+    """On SIGUSR1: where every task of the benchmark waits (to diagnose a stall)."""
+    for task in asyncio.all_tasks():
+        task.print_stack(limit=8, file=sys.stderr)
+
+
+async def run_dumpable(args: argparse.Namespace) -> dict[str, Any]:
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
+    return await run(args)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boosters", type=int, default=1000)
+    parser.add_argument("--workers", type=workers_list, default=[5, 20],
+                        help="worker counts: the first converges --boosters, each other one --sweep-boosters more")
+    parser.add_argument("--sweep-boosters", type=int, default=1000)
     parser.add_argument("--raw-boosters", type=int, default=600, help="ModelBoosters' worth of raw writes")
     parser.add_argument("--raw-concurrency", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=5)
     parser.add_argument("--qps", type=float, default=0.0, help="the reconciler's client-side limit (0: none)")
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of quiet in which writes are counted")
-    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds any one phase may take")
+    parser.add_argument("--kubeconfig", help="measure against this cluster instead of the fake API server")
+    parser.add_argument("--output", type=Path, help="results file (default bench/results/reconcile-<boosters>.json)")
     args = parser.parse_args()
+    if args.boosters < 1 or args.sweep_boosters < 1 or args.raw_boosters < 1:
+        parser.error("--boosters, --sweep-boosters and --raw-boosters must be >= 1")
+    args.load_at_start = [round(value, 2) for value in os.getloadavg()]
     try:
-        figures = asyncio.run(run(args))
-    except ApiError as error:
-        print(f"API error: {error}", file=sys.stderr)
+        figures = asyncio.run(run_dumpable(args))
+    except (ApiError, BenchError) as error:
+        print(f"reconcile_bench: {error}", file=sys.stderr)
         return 1
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
+    suffix = "-cluster" if figures["target"].startswith("cluster") else ""
+    output = args.output or RESULTS / f"reconcile-{args.boosters}{suffix}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
-    for goal, target in GOALS.items():
-        value = figures[goal]
-        met = value >= target if goal == "ratio" else value <= target
-        print(f"{goal}: {value} (goal {'>=' if goal == 'ratio' else '<='} {target}) {'met' if met else 'NOT met'}")
+    report(figures)
+    print(f"results: {output}")
     return 0
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.modelbooster.cache import booster_transform, child_transform
 from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid
 from reconciler.modelbooster.settings import DynamicSettings
@@ -45,7 +46,6 @@ from reconciler.runtime.apply import (
     delete_child,
     ensure_child,
     is_controlled_by,
-    managed_fields_pruner,
 )
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.conditions import condition_status, rfc3339_now, status_differs
@@ -62,6 +62,7 @@ from reconciler.runtime.controller import (
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import EventType, Informer, label_index
 from reconciler.runtime.kinds import Kind
+from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
@@ -117,14 +118,6 @@ class _Report:
         return Outcome(applied_all=True)
 
 
-def strip_metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    """Informer transform for ModelBoosters: drop managedFields, which we never read."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict) and "managedFields" in meta:
-        obj = {**obj, "metadata": {key: value for key, value in meta.items() if key != "managedFields"}}
-    return obj
-
-
 def serving_available(serving: dict[str, Any] | None) -> bool:
     for condition in ((serving or {}).get("status") or {}).get("conditions") or ():
         if isinstance(condition, dict) and condition.get("type") == "Available":
@@ -174,9 +167,10 @@ class ModelBoosterReconciler:
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, key: ObjectKey) -> Result:
-        booster = self.boosters.get(key.namespace, key.name)
-        if booster is None:
+        cached = self.boosters.get(key.namespace, key.name)
+        if cached is None:
             return Result()
+        booster = full_object(cached)
         meta = booster.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             return Result()
@@ -421,13 +415,13 @@ def setup_modelbooster_controller(
     retry_burst: int = 100,
 ) -> tuple[Controller, ModelBoosterReconciler]:
     """Register the ModelBooster controller and its informers with the manager."""
-    boosters = manager.informer(MODEL_BOOSTER, namespaces=namespaces, transform=strip_metadata)
+    boosters = manager.informer(MODEL_BOOSTER, namespaces=namespaces, transform=booster_transform)
     children = {
         kind: manager.informer(
             kind,
             namespaces=namespaces,
             label_selector=CHILD_SELECTOR,
-            transform=managed_fields_pruner(manager=field_manager),
+            transform=child_transform(field_manager=field_manager),
             indexers={UID_INDEX: label_index(LABEL_MODEL_UID)},
         )
         for kind in CHILD_KINDS

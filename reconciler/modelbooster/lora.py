@@ -39,6 +39,7 @@ from reconciler.runtime.controller import ObjectKey
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.kinds import POD
+from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from shared.api.modelbooster import LoraAdapter, ModelBackend, ModelBooster
 from shared.constants import (
@@ -178,7 +179,7 @@ class LoraUpdater:
             if state.template != wanted:
                 previous = self._render_with(typed, backend.name, state.template, render=render, serving=serving)
                 if previous is None or not child_matches(
-                    previous.obj, live, ignore=previous.foreign_after_create
+                    previous.obj, full_object(live), ignore=previous.foreign_after_create
                 ):
                     continue  # more than adapters changed: roll out with the new adapters
                 desired = [previous if d.kind == MODEL_SERVING and d.name == serving else d for d in desired]

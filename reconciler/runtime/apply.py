@@ -34,6 +34,7 @@ from typing import Any, Literal
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.informer import Informer, Transform
 from reconciler.runtime.kinds import Kind
+from reconciler.runtime.lean import full_object
 
 Action = Literal["created", "updated", "replaced", "unchanged"]
 REPLICAS_PATH: tuple[str, ...] = ("spec", "replicas")
@@ -195,7 +196,10 @@ class Desired:
 
 def immutable_changed(desired: Desired, live: dict[str, Any]) -> bool:
     """Whether the live child holds another value of a field that can only be set by creating it."""
-    return any(get_path(live, path) != get_path(desired.obj, path) for path in desired.immutable)
+    if not desired.immutable:
+        return False
+    whole = full_object(live)  # the cache may hold a lean entry whose spec is packed
+    return any(get_path(whole, path) != get_path(desired.obj, path) for path in desired.immutable)
 
 
 def apply_body(desired: Desired, live: dict[str, Any], *, manager: str) -> dict[str, Any]:
@@ -263,6 +267,7 @@ async def ensure_child(
         else:
             cache.write_through(created)
             return ChildOutcome(desired, "replaced" if replaced else "created")
+    live = full_object(live)  # the cache may hold a lean entry: compare with the whole object
     if child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         return ChildOutcome(desired, "unchanged")
     stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)

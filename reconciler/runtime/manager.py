@@ -73,6 +73,8 @@ class Manager:
                 metrics=metrics,
             )
         self._leading_without_election = asyncio.Event()
+        # Informers list one at a time (see Informer._gated_list); watches are not gated.
+        self._list_gate = asyncio.Semaphore(1)
 
     # ------------------------------------------------------------------ wiring
     def informer(
@@ -100,6 +102,7 @@ class Manager:
                 watch_timeout=self.options.watch_timeout,
                 read_timeout=self.options.watch_read_timeout,
                 metrics=self.metrics,
+                list_gate=self._list_gate,
             )
             self._informers[key] = informer
         return informer

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from reconciler.modelbooster.kinds import MODEL_SERVING
-from reconciler.runtime.client import KubeClient
+from reconciler.modelbooster.kinds import MODEL_SERVER, MODEL_SERVING
+from reconciler.runtime.client import KubeClient, ObjectList
 from reconciler.runtime.informer import Informer, is_newer, label_index
 
 
@@ -114,3 +115,31 @@ def test_transform_applies_to_every_path(seen: list[Any]) -> None:
     informer._replace(None, [obj("b", "1")])
     informer.write_through(obj("c", "1"))
     assert all(o.get("trimmed") for o in informer.objects())
+
+
+async def test_informers_sharing_a_gate_list_one_at_a_time() -> None:
+    """On start-up every informer lists at once; with a shared gate their pages are never in memory together."""
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    class SlowClient(KubeClient):
+        def __init__(self) -> None:
+            pass
+
+        async def list(self, kind: Any, **options: Any) -> ObjectList:
+            calls.append(kind.kind)
+            await release.wait()
+            return ObjectList(items=[], resource_version="1", continue_token=None)
+
+    gate = asyncio.Semaphore(1)
+    client = SlowClient()
+    first = Informer(client, MODEL_SERVING, list_gate=gate)
+    second = Informer(client, MODEL_SERVER, list_gate=gate)
+    lists = [asyncio.create_task(first._gated_list(None)), asyncio.create_task(second._gated_list(None))]
+    await asyncio.sleep(0.05)
+    assert calls == ["ModelServing"]  # the second waits for the gate
+    release.set()
+    await asyncio.gather(*lists)
+    assert calls == ["ModelServing", "ModelServer"]
+    assert first.has_synced
+    assert second.has_synced
