@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import logging
 import math
 import time
@@ -38,6 +37,7 @@ from webhook.admission import (
 )
 from webhook.body import RETRY_AFTER_SECONDS, BodyRefused, ClientGone, read_body
 from webhook.budget import BodyBudget
+from webhook.jsontext import MalformedJson, encode_json, parse_json
 from webhook.memory import Allocator, Trimmer
 from webhook.metrics import PathMetrics, WebhookMetrics
 from webhook.settings import Settings
@@ -113,10 +113,6 @@ def _plain(status: int, reason: str, **headers: str) -> web.Response:
     return web.Response(status=status, text=line + "\n", content_type="text/plain", headers=headers)
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _refuse_unread(request: web.Request) -> web.Response | None:
     """405 or 415, decided from the request line and headers alone."""
     if request.method != "POST":
@@ -126,15 +122,6 @@ def _refuse_unread(request: web.Request) -> web.Response | None:
         got = request.headers.get("Content-Type", "none")
         return _plain(415, f"unsupported Content-Type {got!r}; expected {JSON_TYPE}")
     return None
-
-
-def _parse_json(body: bytearray) -> object | web.Response:
-    try:
-        parsed: object = json.loads(body, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:
-        detail = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-        return _plain(400, f"malformed JSON: {detail}")
-    return parsed
 
 
 @contextmanager
@@ -243,13 +230,13 @@ def _refused(refused: BodyRefused, *, state: WebhookState, metrics: PathMetrics)
     return response
 
 
-def _answer(body: bytearray, *, path: str, metrics: PathMetrics, decide: Decide) -> web.Response:
-    parsed = _parse_json(body)
-    if isinstance(parsed, web.Response):
-        _log_bad(path=path, code=parsed.status, reason=parsed.text)
-        return parsed
+def _answer(body: bytes | bytearray, *, path: str, metrics: PathMetrics, decide: Decide) -> web.Response:
     try:
-        api_version, admission = parse_review(parsed)
+        api_version, admission = parse_review(parse_json(body))
+    except MalformedJson as error:
+        response = _plain(400, f"malformed JSON: {error}")
+        _log_bad(path=path, code=400, reason=response.text)
+        return response
     except BadReview as error:
         _log_bad(path=path, code=400, reason=str(error))
         return _plain(400, str(error))
@@ -260,7 +247,7 @@ def _answer(body: bytearray, *, path: str, metrics: PathMetrics, decide: Decide)
     metrics.decision(operation=operation, allowed=answer["allowed"], reason=answer.get("status", {}).get("reason"))
     _log_decision(path=path, request=admission, response=answer)
     review = review_response(api_version=api_version, response=answer)
-    return web.Response(text=json.dumps(review, separators=(",", ":"), ensure_ascii=False), content_type=JSON_TYPE)
+    return web.Response(body=encode_json(review), content_type=JSON_TYPE, charset="utf-8")
 
 
 def _log_bad(*, path: str, code: int, reason: str | None) -> None:
