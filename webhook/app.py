@@ -159,7 +159,7 @@ def _admission_handler(
                 message=f"{limit} admission requests are in flight already; retry later",
             )
         else:
-            metrics.in_flight.inc()
+            metrics.in_flight += 1
             state.request_started()
             try:
                 response = await _serve(request, state=state, metrics=metrics, decide=decide)
@@ -174,7 +174,7 @@ def _admission_handler(
                 log.exception("unexpected failure serving %s", path)
                 response = _plain(500, "internal error; see the webhook's logs")
             finally:
-                metrics.in_flight.dec()
+                metrics.in_flight -= 1
                 state.request_finished()
         if state.shutting_down:
             # Tell the client to take its next request elsewhere rather than reuse this connection.
@@ -302,10 +302,11 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
         settings=settings,
         metrics=metrics,
         reloader=reloader,
-        budget=BodyBudget(settings.max_buffered_bytes, on_change=metrics.buffered_bytes.set),
+        budget=BodyBudget(settings.max_buffered_bytes),
         trimmer=Trimmer(Allocator.load()),
     )
     metrics.report_readiness(state.readiness)
+    metrics.report_buffered(lambda: state.budget.used)
     # Bodies are read by webhook/body.py under its own bounds; aiohttp's limit stays as a backstop.
     app = web.Application(client_max_size=settings.max_request_bytes)
     app[STATE] = state
