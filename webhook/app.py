@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -38,6 +36,7 @@ from webhook.admission import (
 )
 from webhook.body import RETRY_AFTER_SECONDS, BodyRefused, ClientGone, read_body
 from webhook.budget import BodyBudget
+from webhook.jsontext import MalformedJson, encode_json, parse_json
 from webhook.memory import Allocator, Trimmer
 from webhook.metrics import PathMetrics, WebhookMetrics
 from webhook.settings import Settings
@@ -113,10 +112,6 @@ def _plain(status: int, reason: str, **headers: str) -> web.Response:
     return web.Response(status=status, text=line + "\n", content_type="text/plain", headers=headers)
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _refuse_unread(request: web.Request) -> web.Response | None:
     """405 or 415, decided from the request line and headers alone."""
     if request.method != "POST":
@@ -128,29 +123,19 @@ def _refuse_unread(request: web.Request) -> web.Response | None:
     return None
 
 
-def _parse_json(body: bytearray) -> object | web.Response:
-    try:
-        parsed: object = json.loads(body, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:
-        detail = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-        return _plain(400, f"malformed JSON: {detail}")
-    return parsed
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while one request is decided (synchronously, nothing else runs).
+def _answer_uncollected(body: bytes | bytearray, *, path: str, metrics: PathMetrics, decide: Decide) -> web.Response:
+    """`_answer` with no cyclic garbage collection meanwhile (it runs synchronously, nothing else runs).
 
     A large object allocates hundreds of thousands of containers, and each full collection the
     allocations trigger walks all of them again: that made refusing a 3 MB object super-linear. What
     the decision leaves behind is freed by reference counting; the rare cycle waits for the next run.
+    (A plain function, not a context manager: this runs for every request.)
     """
     if not gc.isenabled():
-        yield
-        return
+        return _answer(body, path=path, metrics=metrics, decide=decide)
     gc.disable()
     try:
-        yield
+        return _answer(body, path=path, metrics=metrics, decide=decide)
     finally:
         gc.enable()
 
@@ -172,7 +157,7 @@ def _admission_handler(
                 message=f"{limit} admission requests are in flight already; retry later",
             )
         else:
-            metrics.in_flight.inc()
+            metrics.in_flight += 1
             state.request_started()
             try:
                 response = await _serve(request, state=state, metrics=metrics, decide=decide)
@@ -187,7 +172,7 @@ def _admission_handler(
                 log.exception("unexpected failure serving %s", path)
                 response = _plain(500, "internal error; see the webhook's logs")
             finally:
-                metrics.in_flight.dec()
+                metrics.in_flight -= 1
                 state.request_finished()
         if state.shutting_down:
             # Tell the client to take its next request elsewhere rather than reuse this connection.
@@ -225,8 +210,7 @@ async def _serve(request: web.Request, *, state: WebhookState, metrics: PathMetr
             )
         except BodyRefused as refused:
             return _refused(refused, state=state, metrics=metrics)
-        with _collector_paused():
-            return _answer(body, path=path, metrics=metrics, decide=decide)
+        return _answer_uncollected(body, path=path, metrics=metrics, decide=decide)
     finally:
         reservation.release()
         state.body_released()
@@ -243,13 +227,13 @@ def _refused(refused: BodyRefused, *, state: WebhookState, metrics: PathMetrics)
     return response
 
 
-def _answer(body: bytearray, *, path: str, metrics: PathMetrics, decide: Decide) -> web.Response:
-    parsed = _parse_json(body)
-    if isinstance(parsed, web.Response):
-        _log_bad(path=path, code=parsed.status, reason=parsed.text)
-        return parsed
+def _answer(body: bytes | bytearray, *, path: str, metrics: PathMetrics, decide: Decide) -> web.Response:
     try:
-        api_version, admission = parse_review(parsed)
+        api_version, admission = parse_review(parse_json(body))
+    except MalformedJson as error:
+        response = _plain(400, f"malformed JSON: {error}")
+        _log_bad(path=path, code=400, reason=response.text)
+        return response
     except BadReview as error:
         _log_bad(path=path, code=400, reason=str(error))
         return _plain(400, str(error))
@@ -260,7 +244,7 @@ def _answer(body: bytearray, *, path: str, metrics: PathMetrics, decide: Decide)
     metrics.decision(operation=operation, allowed=answer["allowed"], reason=answer.get("status", {}).get("reason"))
     _log_decision(path=path, request=admission, response=answer)
     review = review_response(api_version=api_version, response=answer)
-    return web.Response(text=json.dumps(review, separators=(",", ":"), ensure_ascii=False), content_type=JSON_TYPE)
+    return web.Response(body=encode_json(review), content_type=JSON_TYPE, charset="utf-8")
 
 
 def _log_bad(*, path: str, code: int, reason: str | None) -> None:
@@ -315,10 +299,11 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
         settings=settings,
         metrics=metrics,
         reloader=reloader,
-        budget=BodyBudget(settings.max_buffered_bytes, on_change=metrics.buffered_bytes.set),
+        budget=BodyBudget(settings.max_buffered_bytes),
         trimmer=Trimmer(Allocator.load()),
     )
     metrics.report_readiness(state.readiness)
+    metrics.report_buffered(lambda: state.budget.used)
     # Bodies are read by webhook/body.py under its own bounds; aiohttp's limit stays as a backstop.
     app = web.Application(client_max_size=settings.max_request_bytes)
     app[STATE] = state

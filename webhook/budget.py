@@ -9,20 +9,19 @@ admission requests of a cluster.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 SMALL_BODY: Final = 64 * 1024
 
 
 class BodyBudget:
-    def __init__(self, capacity: int, *, on_change: Callable[[int], None] | None = None) -> None:
+    def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.large_capacity = capacity - capacity // 4
+        # Read by the metrics at scrape time, not pushed on every change.
         self.used = 0
         # Bytes given back since the owner last looked (see `take_released`): how much a trim may return.
         self._released = 0
-        self._on_change = on_change
 
     def reservation(self) -> Reservation:
         return Reservation(self)
@@ -31,17 +30,12 @@ class BodyBudget:
         used = self.used + wanted - held
         if used > self.capacity or (wanted > SMALL_BODY and used > self.large_capacity):
             return False
-        self._set(used)
+        self.used = used
         return True
 
     def give_back(self, held: int) -> None:
         self._released += held
-        self._set(self.used - held)
-
-    def _set(self, used: int) -> None:
-        self.used = used
-        if self._on_change is not None:
-            self._on_change(used)
+        self.used -= held
 
     def take_released(self) -> int:
         """Bytes released since the previous call."""

@@ -4,8 +4,11 @@ Freed memory does not leave the process by itself: glibc raises its mmap thresho
 largest block freed (up to 32 MiB), so after one 3 MiB body every later one is carved out of the heap,
 and a heap fragmented by a burst stays resident (measured: 640 MB after 150 stalled 3 MB bodies had
 gone). Two remedies, both measured by bench/webhook_abuse.py:
-- the threshold is pinned, so every block of `MMAP_THRESHOLD` or more (request bodies, their text) is
-  its own mapping and is unmapped when freed;
+- the threshold is pinned, so every block of `MMAP_THRESHOLD` or more (large request bodies, their text)
+  is its own mapping and is unmapped when freed. It sits above the 256 KiB that the TLS transports
+  (uvloop's and asyncio's) ask for on every read before shrinking the block to what arrived: pinned at
+  256 KiB, each request paid an mmap, an mremap and a munmap, and the page faults between them, which
+  more than doubled the webhook's system time per request (bench/webhook_bench.py);
 - once `TRIM_AFTER_BYTES` of bodies have been released, `malloc_trim` gives the free pages of the
   heap back (a few milliseconds for a heap of tens of MB).
 Other C libraries (musl) keep their own behaviour: both steps are skipped.
@@ -19,7 +22,7 @@ from typing import Final
 
 log = logging.getLogger(__name__)
 
-MMAP_THRESHOLD: Final = 256 * 1024
+MMAP_THRESHOLD: Final = 512 * 1024
 TRIM_AFTER_BYTES: Final = 8 * 1024 * 1024
 _M_MMAP_THRESHOLD: Final = -3  # from glibc's malloc.h
 

@@ -106,6 +106,10 @@ class WebhookMetrics:
             self.cert_reloads.labels(result=result.value)
         return PathMetrics(self, path)
 
+    def report_buffered(self, used: Callable[[], int]) -> None:
+        """Let `modelbooster_webhook_buffered_bytes` read `used()` at every scrape (nothing per request)."""
+        self.buffered_bytes.set_function(used)
+
     def report_readiness(self, reason: Callable[[], str | None]) -> None:
         """Let `modelbooster_webhook_ready` read `reason()` (why not ready, or None) at every scrape."""
         self.ready.set_function(lambda: 1.0 if reason() is None else 0.0)
@@ -117,11 +121,16 @@ class WebhookMetrics:
 
 
 class PathMetrics:
-    """One path's series, bound once: a `labels()` lookup costs more than the update it precedes."""
+    """One path's series, bound once: a `labels()` lookup costs more than the update it precedes.
+
+    What changes with every request is kept cheap: the in-flight gauge is a plain count read at scrape
+    time, so a request updates one counter and observes one latency (plus its decision's counter).
+    """
 
     def __init__(self, metrics: WebhookMetrics, path: str) -> None:
         self.path = path
-        self.in_flight = metrics.in_flight.labels(webhook=path)
+        self.in_flight = 0
+        metrics.in_flight.labels(webhook=path).set_function(lambda: self.in_flight)
         self.latency = metrics.latency.labels(webhook=path)
         self._requests = metrics.requests
         self._decisions = metrics.decisions

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from shared.quantity import Quantity, check_quantity, quantity_value
+from shared.quantity import QUANTITY_PATTERN, Quantity, check_quantity, quantity_value
 
 ADAPTER: TypeAdapter[int | str] = TypeAdapter(Quantity)
 
@@ -44,3 +47,52 @@ def test_values(value: int | str, number: Decimal) -> None:
 def test_check_quantity_names_the_pattern() -> None:
     with pytest.raises(ValueError, match="regular expression"):
         check_quantity("lots")
+
+
+QUANTITY_TEXT = st.text(alphabet="0123456789.+-eEnumkMGTPEKi \n", max_size=12) | st.from_regex(
+    r"\A[+-]?[0-9]{0,3}(\.[0-9]{0,3})?([eE][+-]?[0-9]{0,2}|[numkMGTPE]|[KMGTPE]i)?\n?\Z"
+)
+
+
+@settings(max_examples=500)
+@given(QUANTITY_TEXT)
+def test_strings_are_decided_as_check_quantity_decides(text: str) -> None:
+    # Strings are matched in native code; `check_quantity` (Python's `re`) is the reference, quirks included:
+    # its `$` also matches before a final newline.
+    reason = _refusal(text)
+    if reason is None:
+        assert ADAPTER.validate_python(text) == text
+        assert ADAPTER.validate_json(json.dumps(text)) == text
+        return
+    with pytest.raises(ValidationError) as refused:
+        ADAPTER.validate_python(text)
+    [detail] = refused.value.errors(include_url=False)
+    assert (detail["type"], detail["msg"], detail["input"]) == ("value_error", f"Value error, {reason}", text)
+
+
+def _refusal(text: str) -> str | None:
+    try:
+        check_quantity(text)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (True, "quantities must be an integer or a string such as '500m' or '2Gi'"),
+        (0.5, "quantities must be an integer or a string such as '500m' or '2Gi'"),
+        (None, "quantities must be an integer or a string such as '500m' or '2Gi'"),
+        ("2GB", f"quantities must match the regular expression '{QUANTITY_PATTERN}'"),
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_each_refusal_says_why(value: object, message: str, as_json: bool) -> None:
+    def decode() -> object:
+        return ADAPTER.validate_json(json.dumps(value)) if as_json else ADAPTER.validate_python(value)
+
+    with pytest.raises(ValidationError) as refused:
+        decode()
+    [detail] = refused.value.errors(include_url=False)
+    assert detail["msg"] == f"Value error, {message}"

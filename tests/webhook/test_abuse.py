@@ -149,6 +149,25 @@ async def test_a_body_that_does_not_fit_the_budget_is_429_before_it_is_sent(
     await _eventually(lambda: _buffered(server) == 0)
 
 
+def _chunked(body: bytes) -> bytes:
+    return f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+
+
+async def test_a_chunked_body_that_arrived_whole_is_bounded_too(start_server: ServerFactory, tls: TlsFiles) -> None:
+    # Head and body in one write: the body is buffered whole before the handler runs, and taken as it is.
+    server = await start_server(max_request_bytes=2048)
+    valid = json.dumps(review(operation="CREATE", obj=single_vllm())).encode()
+    async with _connect(server, tls) as (reader, writer):
+        writer.write(_head(VALIDATE_PATH, length=None) + _chunked(valid))
+        answer = await asyncio.wait_for(_answer(reader), timeout=3)
+        assert answer.status == 200
+        assert json.loads(answer.text)["response"]["allowed"] is True
+        writer.write(_head(VALIDATE_PATH, length=None) + _chunked(b" " * 3000 + valid))
+        answer = await asyncio.wait_for(_answer(reader), timeout=3)
+        assert (answer.status, answer.text) == (413, "request body exceeds the limit of 2048 bytes\n")
+    await _eventually(lambda: _buffered(server) == 0)
+
+
 async def test_a_chunked_body_reserves_as_it_grows(
     start_server: ServerFactory, session: aiohttp.ClientSession
 ) -> None:

@@ -187,3 +187,13 @@ async def test_the_denial_keeps_a_generate_name_object_identifiable(webhook: Web
     sent = review(operation="CREATE", obj=obj)
     response = await webhook.admit(VALIDATE_PATH, sent)
     assert response["status"]["details"]["name"] == "qwen-"
+
+
+async def test_a_quoted_value_without_a_utf8_form_is_escaped_in_the_denial(webhook: Webhook) -> None:
+    # A lone surrogate is valid JSON text ("\ud800") but has no UTF-8 form: quoting it back must not fail.
+    response = await _validate(webhook, _with("backends.0.workers.0.image", "\ud800 x"))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        "validation failed:\n  - spec.backends[0].workers[0].image: Invalid value: \"\ud800 x\": "
+        "invalid container image reference: image cannot contain spaces"
+    )
