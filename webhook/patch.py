@@ -56,17 +56,44 @@ def _hollow(source: Any, target: Any) -> tuple[Any, Any]:
 
 
 def make_patch(source: Mapping[str, Any], target: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """RFC 6902 ops turning `source` into `target`, in a deterministic order; `[]` when they are equal."""
+    """RFC 6902 ops turning `source` into `target`, in a deterministic order; `[]` when they are equal.
+
+    Every patch is checked by applying it: jsonpatch's list diff can emit wrong ops (or ops that do not apply)
+    for lists that mix nulls, lists and maps. When neither of its patches is right, the answer replaces each
+    differing top-level field whole, which is always right.
+    """
     hollow_source, hollow_target = _hollow(dict(source), dict(target))
     ops: list[dict[str, Any]] = jsonpatch.make_patch(hollow_source, hollow_target).patch
     ordered = sorted(ops, key=_path_key)
-    if all(op["op"] in ("add", "replace") for op in ops):
-        return ordered
     for candidate in (ordered, ops):
-        if _same(jsonpatch.apply_patch(source, candidate), target):
+        if _turns_into(source, candidate, target):
             return candidate
     full: list[dict[str, Any]] = jsonpatch.make_patch(source, target).patch
-    return full
+    if _turns_into(source, full, target):
+        return full
+    return _field_by_field(source, target)
+
+
+def _turns_into(source: Mapping[str, Any], ops: list[dict[str, Any]], target: Mapping[str, Any]) -> bool:
+    try:
+        patched = jsonpatch.apply_patch(source, ops)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+        return False
+    # As JSON text, keys sorted: the order of keys means nothing, but `==` would let 1 stand for True or 1.0.
+    return json.dumps(patched, sort_keys=True) == json.dumps(target, sort_keys=True)
+
+
+def _field_by_field(source: Mapping[str, Any], target: Mapping[str, Any]) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    for key in sorted(source.keys() | target.keys()):
+        path = "/" + key.replace("~", "~0").replace("/", "~1")
+        if key not in target:
+            ops.append({"op": "remove", "path": path})
+        elif key not in source:
+            ops.append({"op": "add", "path": path, "value": target[key]})
+        elif not _same(source[key], target[key]):
+            ops.append({"op": "replace", "path": path, "value": target[key]})
+    return ops
 
 
 def encode_patch(ops: list[dict[str, Any]]) -> str:
