@@ -13,7 +13,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from process import flags as process_flags
 from process.flags import Flag, add_flags, choice, non_negative_float, port, positive_float, positive_int
 from process.loop import EVENT_LOOPS, EventLoop
 
@@ -110,10 +109,6 @@ _FLAGS: Final[dict[str, Flag]] = {
     "--log-format": _flag("log_format", choice("text", "json"), "text, or json (one object per line)"),
     "--event-loop": _flag("event_loop", choice(*EVENT_LOOPS), "auto uses uvloop when it is installed"),
 }
-
-
-def env_name(field_name: str) -> str:
-    return process_flags.env_name(field_name.replace("_", "-"), prefix=ENV_PREFIX)
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
