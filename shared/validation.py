@@ -619,8 +619,8 @@ def _generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Itera
         if adapters:
             container = lora_downloader_name(model_name, len(adapters) - 1)
             if not is_dns1123_label(container):
-                reads = ("metadata.name", f"spec.backends[{i}].loraAdapters")
-                yield _container_name_error("metadata.name", container, reads=reads)
+                made_of = ("metadata.name", f"spec.backends[{i}].loraAdapters")
+                yield _container_name_error("metadata.name", container, reads=made_of)
         if backend.type == "vLLM":
             container = ray_worker_container_name(backend.name)
             if not is_dns1123_label(container):
