@@ -72,7 +72,6 @@ from shared.unsupported import (
     BACKEND_UNSUPPORTED,
     SPEC_UNSUPPORTED,
     WORKER_UNSUPPORTED,
-    UnsupportedField,
 )
 from shared.uris import HOSTPATH_SCHEME, PVC_SCHEME
 
@@ -446,22 +445,20 @@ def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[F
 
 
 def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
+    # Paths are formatted only for a field that is set: nearly every holder sets none.
     spec = raw["spec"]
-    yield from _unsupported_at(spec, "spec", SPEC_UNSUPPORTED)
-    yield from _unsupported_at(spec.get("autoscalingPolicy"), "spec.autoscalingPolicy", AUTOSCALING_UNSUPPORTED)
+    for field in SPEC_UNSUPPORTED.present_in(spec):
+        yield forbidden(f"spec.{field.path}", field.detail)
+    for field in AUTOSCALING_UNSUPPORTED.present_in(spec.get("autoscalingPolicy")):
+        yield forbidden(f"spec.autoscalingPolicy.{field.path}", field.detail)
     for path, backend in raw_backends(spec):
-        yield from _unsupported_at(backend, path, BACKEND_UNSUPPORTED)
-        for j, worker in enumerate(backend["workers"]):
-            yield from _unsupported_at(worker, f"{path}.workers[{j}]", WORKER_UNSUPPORTED)
-        yield from _unsupported_at(
-            backend.get("autoscalingPolicy"), f"{path}.autoscalingPolicy", AUTOSCALING_UNSUPPORTED
-        )
-
-
-def _unsupported_at(holder: object, path: str, fields: Sequence[UnsupportedField]) -> Iterator[FieldError]:
-    for field in fields:
-        if field.present_in(holder):
+        for field in BACKEND_UNSUPPORTED.present_in(backend):
             yield forbidden(f"{path}.{field.path}", field.detail)
+        for j, worker in enumerate(backend["workers"]):
+            for field in WORKER_UNSUPPORTED.present_in(worker):
+                yield forbidden(f"{path}.workers[{j}].{field.path}", field.detail)
+        for field in AUTOSCALING_UNSUPPORTED.present_in(backend.get("autoscalingPolicy")):
+            yield forbidden(f"{path}.autoscalingPolicy.{field.path}", field.detail)
 
 
 # ---------------------------------------------------------------------------------------------------------
