@@ -47,7 +47,7 @@ from shared.constants import (
 from shared.decoding import decode
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
-from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_object, engine_port, kv_connector
+from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_mapping, engine_port, kv_connector
 from shared.errors import (
     MAX_COLLECTED_ERRORS,
     FieldError,
@@ -485,7 +485,7 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
         for j, worker in enumerate(backend.workers):
             try:
-                config_object(worker.config)
+                config_mapping(worker.config)
             except ConfigError:
                 configs_ok[i] = False
                 yield invalid(
