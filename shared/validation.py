@@ -199,9 +199,13 @@ def _numeric_divisors(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     for backend in backend_objects(obj.get("spec")):
         env = backend.get("env")
         for entry in env if isinstance(env, list) else ():
-            selector = _dig(entry, "valueFrom", "resourceFieldRef")
-            divisor = selector.get("divisor") if selector is not None else None
-            if selector is not None and isinstance(divisor, int) and not isinstance(divisor, bool):
+            value_from = entry.get("valueFrom") if isinstance(entry, dict) else None
+            if value_from is None:  # most entries hold a `value`
+                continue
+            selector = value_from.get("resourceFieldRef") if isinstance(value_from, dict) else None
+            divisor = selector.get("divisor") if isinstance(selector, dict) else None
+            if isinstance(divisor, int) and not isinstance(divisor, bool):
+                assert isinstance(selector, dict)  # a divisor was read from it
                 found.append(selector)
     return found
 
@@ -212,14 +216,6 @@ def _deep_copy(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_deep_copy(item) for item in value]
     return value
-
-
-def _dig(value: object, *keys: str) -> dict[str, Any] | None:
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value if isinstance(value, dict) else None
 
 
 def _core_quantity_errors(model: ModelBooster) -> Iterator[FieldError]:
