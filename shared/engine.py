@@ -171,8 +171,7 @@ def config_object(config: object) -> dict[str, Any] | None:
 _GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
-def _worker_port(index: int, worker: ModelWorker) -> int:
-    kind = worker_type(worker)
+def _worker_port(index: int, worker: ModelWorker, *, kind: str) -> int:
     try:
         config = config_mapping(worker.config)
     except ConfigError as error:
@@ -193,9 +192,10 @@ def engine_port(workers: Sequence[ModelWorker]) -> int:
     """The one port the engine listens on: `config.port` of the engine workers (all equal), else 8000."""
     first: int | None = None
     for index, worker in enumerate(workers):
-        if worker_type(worker) not in ENGINE_WORKER_TYPES:
+        kind = worker_type(worker)
+        if kind not in ENGINE_WORKER_TYPES:
             continue
-        port = _worker_port(index, worker)
+        port = _worker_port(index, worker, kind=kind)
         if first is None:
             first = port
         elif port != first:

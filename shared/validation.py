@@ -75,7 +75,7 @@ from shared.unsupported import (
 )
 from shared.uris import HOSTPATH_SCHEME, PVC_SCHEME
 
-_NANOS_PER_SECOND: Final = 1_000_000_000
+_MAX_GRACE_NANOS: Final = MAX_SCALE_TO_ZERO_GRACE_SECONDS * 1_000_000_000
 _SINGLE_WORKER_TYPES: Final = ("vLLM", "SGLang", "MindIE")
 _ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated")
 # Go's unicode.IsSpace, which strings.TrimSpace uses (Python's str.isspace also accepts U+001C..U+001F).
@@ -221,7 +221,8 @@ def _deep_copy(value: Any) -> Any:
 def _core_quantity_errors(model: ModelBooster) -> Iterator[FieldError]:
     for i, backend in enumerate(model.spec.backends):
         for j, entry in enumerate(backend.env or ()):
-            selector = entry.value_from.resource_field_ref if entry.value_from else None
+            value_from = entry.value_from  # a property of the client's model: read once
+            selector = value_from.resource_field_ref if value_from else None
             if selector is None or selector.divisor is None:
                 continue
             try:
@@ -250,7 +251,7 @@ def _grace_periods(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
         if backend.scale_to_zero_grace_period is None:
             continue
         nanos = parse_duration(backend.scale_to_zero_grace_period)
-        if nanos > MAX_SCALE_TO_ZERO_GRACE_SECONDS * _NANOS_PER_SECOND:
+        if nanos > _MAX_GRACE_NANOS:
             detail = "scaleToZeroGracePeriod cannot exceed 1800 seconds"
         elif nanos < 0:
             detail = "scaleToZeroGracePeriod cannot be negative"
@@ -260,7 +261,9 @@ def _grace_periods(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
 
 
 def _replica_bounds(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    total = 0
     for i, backend in enumerate(backends):
+        total += backend.max_replicas
         if backend.min_replicas > backend.max_replicas:
             error = invalid(
                 f"spec.backends[{i}].minReplicas",
@@ -268,7 +271,6 @@ def _replica_bounds(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
                 "minReplicas cannot be greater than maxReplicas",
             )
             yield _reads(error, f"spec.backends[{i}].minReplicas", f"spec.backends[{i}].maxReplicas")
-    total = sum(backend.max_replicas for backend in backends)
     if total > MAX_REPLICAS:
         yield invalid(
             "spec.backends", total, f"sum of maxReplicas across all backends ({total}) cannot exceed {MAX_REPLICAS}"
@@ -336,7 +338,9 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                     bounds = (f"{error.path}.minReplicas", f"{error.path}.maxReplicas")
                     yield _reads(error, *bounds, *_autoscaling_switches(backends))
     elif not backend_level:
+        total = 0
         for i, backend in enumerate(backends):
+            total += backend.min_replicas
             if backend.min_replicas < 0:
                 error = invalid(
                     f"spec.backends[{i}].minReplicas",
@@ -355,7 +359,6 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                     "scaleToZeroGracePeriod must be provided when model-level autoscaling is set",
                 )
                 yield _reads(error, error.path, *_autoscaling_switches(backends))
-        total = sum(backend.min_replicas for backend in backends)
         if total < 1:
             error = invalid(
                 "spec.backends", total, "sum of all minReplicas must be >= 1 when model-level autoscaling is set"
@@ -677,9 +680,10 @@ def _duplicates(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
         seen_env: set[str] = set()
         for j, entry in enumerate(backend.env or ()):
-            if entry.name in seen_env:
-                yield duplicate(f"spec.backends[{i}].env[{j}].name", entry.name)
-            seen_env.add(entry.name)
+            name = entry.name  # a property of the client's model: read once
+            if name in seen_env:
+                yield duplicate(f"spec.backends[{i}].env[{j}].name", name)
+            seen_env.add(name)
 
 
 # ---------------------------------------------------------------------------------------------------------
