@@ -95,20 +95,6 @@ def backend_objects(spec: object) -> list[dict[str, Any]]:
     return [backend for backend in backends if isinstance(backend, dict)] if isinstance(backends, list) else []
 
 
-def raw_backends(spec: object) -> list[tuple[str, dict[str, Any]]]:
-    """Each backend object of a raw spec, whichever shape, with its path; malformed entries are skipped
-    (decoding reports them)."""
-    if not isinstance(spec, _JSON_OBJECT):
-        return []
-    single = spec.get(SINGLE_FIELD)
-    if isinstance(single, dict):
-        return [(_SINGLE_PATH, single)]
-    backends = spec.get(LIST_FIELD)
-    if not isinstance(backends, list):
-        return []
-    return [(f"{_LIST_PREFIX}[{i}]", backend) for i, backend in enumerate(backends) if isinstance(backend, dict)]
-
-
 def wire_path(path: str) -> str:
     """A path of the internal list-of-one form, as the single-backend object spells it."""
     if path in (_LIST_PREFIX, _FIRST_PREFIX):

@@ -37,7 +37,7 @@ from shared.api.modelbooster import (
     ModelBooster,
     ModelWorker,
 )
-from shared.backend_shape import backend_objects, on_wire, raw_backends, shape_errors, with_shape_hints
+from shared.backend_shape import backend_objects, on_wire, shape_errors, with_shape_hints
 from shared.constants import (
     MAX_REPLICAS,
     MAX_ROUTE_LORA_ADAPTERS,
@@ -444,20 +444,22 @@ def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[F
 
 
 def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
-    # Paths are formatted only for a field that is set: nearly every holder sets none.
+    # Paths are formatted only for a field that is set: nearly every holder sets none. The object decoded, so
+    # every backend is an object at its own index; a single `spec.backend` is the list of one, reported at the
+    # path the user wrote like every other rule's errors (`on_wire`).
     spec = raw["spec"]
     for field in SPEC_UNSUPPORTED.present_in(spec):
         yield forbidden(f"spec.{field.path}", field.detail)
     for field in AUTOSCALING_UNSUPPORTED.present_in(spec.get("autoscalingPolicy")):
         yield forbidden(f"spec.autoscalingPolicy.{field.path}", field.detail)
-    for path, backend in raw_backends(spec):
+    for i, backend in enumerate(backend_objects(spec)):
         for field in BACKEND_UNSUPPORTED.present_in(backend):
-            yield forbidden(f"{path}.{field.path}", field.detail)
+            yield forbidden(f"spec.backends[{i}].{field.path}", field.detail)
         for j, worker in enumerate(backend["workers"]):
             for field in WORKER_UNSUPPORTED.present_in(worker):
-                yield forbidden(f"{path}.workers[{j}].{field.path}", field.detail)
+                yield forbidden(f"spec.backends[{i}].workers[{j}].{field.path}", field.detail)
         for field in AUTOSCALING_UNSUPPORTED.present_in(backend.get("autoscalingPolicy")):
-            yield forbidden(f"{path}.autoscalingPolicy.{field.path}", field.detail)
+            yield forbidden(f"spec.backends[{i}].autoscalingPolicy.{field.path}", field.detail)
 
 
 # ---------------------------------------------------------------------------------------------------------
