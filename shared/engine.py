@@ -255,6 +255,8 @@ def kv_connector(backend_name: str, workers: Sequence[ModelWorker]) -> str | Non
     for worker in workers:  # one pass: most backends have neither kind
         if worker.type is not None and worker.type in KV_ROLES:
             by_kind.setdefault(worker.type, []).append(worker)
+    if not by_kind:  # no prefill or decode worker, so no connector to configure
+        return None
     for kind in ("prefill", "decode"):
         count = len(by_kind.get(kind, ()))
         if count > 1:

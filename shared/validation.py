@@ -428,8 +428,10 @@ def _worker_type_errors(i: int, backend: ModelBackend) -> Iterator[FieldError]:
 
 def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
+        if not backend.lora_adapters:
+            continue
         seen: set[str] = set()
-        for j, adapter in enumerate(backend.lora_adapters or ()):
+        for j, adapter in enumerate(backend.lora_adapters):
             if adapter.name == model_name:
                 path = f"spec.backends[{i}].loraAdapters[{j}].name"
                 yield invalid(path, adapter.name, "lora name cannot be the same as model name")
