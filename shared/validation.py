@@ -203,9 +203,10 @@ def _numeric_divisors(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
             if value_from is None:  # most entries hold a `value`
                 continue
             selector = value_from.get("resourceFieldRef") if isinstance(value_from, dict) else None
-            divisor = selector.get("divisor") if isinstance(selector, dict) else None
+            if not isinstance(selector, dict):
+                continue
+            divisor = selector.get("divisor")
             if isinstance(divisor, int) and not isinstance(divisor, bool):
-                assert isinstance(selector, dict)  # a divisor was read from it
                 found.append(selector)
     return found
 
