@@ -148,14 +148,21 @@ def go_value_text(value: object) -> str:
 # Config objects
 
 
-def config_object(config: object) -> dict[str, Any] | None:
-    """A worker's `config` as a JSON object; None when absent. Raise ConfigError for any other JSON value."""
+def config_mapping(config: object) -> Mapping[str, Any] | None:
+    """A worker's `config` as a JSON object, to read in place; None when absent. Raise ConfigError for any
+    other JSON value."""
     if config is None:
         return None
-    # `type(...) is dict` first: decoded configs are plain dicts, and the ABC check costs more than the copy.
+    # `type(...) is dict` first: decoded configs are plain dicts, and the ABC check costs more.
     if type(config) is dict or isinstance(config, Mapping):
-        return dict(config)
+        return config
     raise ConfigError(f"json: cannot unmarshal {_json_kind(config)} into Go value of type map[string]interface {{}}")
+
+
+def config_object(config: object) -> dict[str, Any] | None:
+    """`config_mapping`, copied: a dict the caller may change."""
+    mapping = config_mapping(config)
+    return None if mapping is None else dict(mapping)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -164,10 +171,9 @@ def config_object(config: object) -> dict[str, Any] | None:
 _GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
-def _worker_port(index: int, worker: ModelWorker) -> int:
-    kind = worker_type(worker)
+def _worker_port(index: int, worker: ModelWorker, *, kind: str) -> int:
     try:
-        config = config_object(worker.config)
+        config = config_mapping(worker.config)
     except ConfigError as error:
         raise EnginePortError(
             f"failed to get port for worker {kind}: {error}", worker_index=index, value=None
@@ -186,9 +192,10 @@ def engine_port(workers: Sequence[ModelWorker]) -> int:
     """The one port the engine listens on: `config.port` of the engine workers (all equal), else 8000."""
     first: int | None = None
     for index, worker in enumerate(workers):
-        if worker_type(worker) not in ENGINE_WORKER_TYPES:
+        kind = worker_type(worker)
+        if kind not in ENGINE_WORKER_TYPES:
             continue
-        port = _worker_port(index, worker)
+        port = _worker_port(index, worker, kind=kind)
         if first is None:
             first = port
         elif port != first:
@@ -205,7 +212,7 @@ def engine_port(workers: Sequence[ModelWorker]) -> int:
 def _worker_connector(kind: str, worker: ModelWorker) -> str | None:
     """The connector class a prefill/decode worker names in `kv-transfer-config`, after checking it."""
     try:
-        config = config_object(worker.config)
+        config = config_mapping(worker.config)
     except ConfigError as error:
         raise KvConnectorError(f"worker {kind}: invalid config: failed to unmarshal config: {error}") from None
     if config is None:
@@ -216,7 +223,7 @@ def _worker_connector(kind: str, worker: ModelWorker) -> str | None:
     if not isinstance(raw, str):
         raise KvConnectorError(f"worker {kind}: kv-transfer-config must be a JSON string, got {go_type_name(raw)}")
     try:
-        transfer = config_object(json.loads(raw))
+        transfer = config_mapping(json.loads(raw))
     except json.JSONDecodeError as error:
         raise KvConnectorError(
             f"worker {kind}: invalid kv-transfer-config: failed to unmarshal config: {error.msg}"
@@ -244,18 +251,21 @@ def _worker_connector(kind: str, worker: ModelWorker) -> str | None:
 def kv_connector(backend_name: str, workers: Sequence[ModelWorker]) -> str | None:
     """The ModelServer `kvConnector.type` of a backend (`nixl`, `mooncake`, `lmcache`), or None when the
     prefill and decode workers configure no connector. Raise KvConnectorError when they disagree."""
-    by_kind: dict[str, ModelWorker] = {}
+    by_kind: dict[str, list[ModelWorker]] = {}
+    for worker in workers:  # one pass: most backends have neither kind
+        if worker.type is not None and worker.type in KV_ROLES:
+            by_kind.setdefault(worker.type, []).append(worker)
+    if not by_kind:  # no prefill or decode worker, so no connector to configure
+        return None
     for kind in ("prefill", "decode"):
-        matching = [worker for worker in workers if worker.type == kind]
-        if len(matching) > 1:
+        count = len(by_kind.get(kind, ()))
+        if count > 1:
             raise KvConnectorError(
-                f"backend {backend_name}: found {len(matching)} {kind} workers, expected at most 1; "
+                f"backend {backend_name}: found {count} {kind} workers, expected at most 1; "
                 f"duplicate {kind} workers are not supported"
             )
-        if matching:
-            by_kind[kind] = matching[0]
-    prefill = _worker_connector("prefill", by_kind["prefill"]) if "prefill" in by_kind else None
-    decode = _worker_connector("decode", by_kind["decode"]) if "decode" in by_kind else None
+    prefill = _worker_connector("prefill", by_kind["prefill"][0]) if "prefill" in by_kind else None
+    decode = _worker_connector("decode", by_kind["decode"][0]) if "decode" in by_kind else None
     if prefill is None and decode is None:
         return None
     if prefill is None:
@@ -290,7 +300,7 @@ def served_model_name(model_name: str, workers: Iterable[ModelWorker]) -> str:
         if worker_type(worker) not in ("server", "decode"):
             continue
         try:
-            config = config_object(worker.config)
+            config = config_mapping(worker.config)
         except ConfigError:
             continue
         name = (config or {}).get(CONFIG_KEY_SERVED_MODEL_NAME)

@@ -85,15 +85,34 @@ class UnsupportedField:
         return True
 
 
+class UnsupportedFields(tuple[UnsupportedField, ...]):
+    """The unsupported fields of one kind of holding object, in the order the webhook reports them."""
+
+    top_keys: frozenset[str]
+
+    def __new__(cls, *fields: UnsupportedField) -> UnsupportedFields:
+        self = super().__new__(cls, fields)
+        # The key of the holder each field lies under: a holder with none of them sets none of the fields.
+        self.top_keys = frozenset(field.segments[0] for field in fields)
+        return self
+
+    def present_in(self, holder: object) -> tuple[UnsupportedField, ...]:
+        """The fields the raw JSON object `holder` sets (`UnsupportedField.present_in`), in order."""
+        # Nearly every holder sets none of its unsupported fields: testing its keys (in C) settles that.
+        if not isinstance(holder, dict) or holder.keys().isdisjoint(self.top_keys):
+            return ()
+        return tuple(field for field in self if field.present_in(holder))
+
+
 # Per object that can hold them, in the order the webhook reports them (a panicPolicy before its behavior).
-SPEC_UNSUPPORTED: Final = (UnsupportedField("rateLimit", RATE_LIMIT_DETAIL),)
-BACKEND_UNSUPPORTED: Final = (
+SPEC_UNSUPPORTED: Final = UnsupportedFields(UnsupportedField("rateLimit", RATE_LIMIT_DETAIL))
+BACKEND_UNSUPPORTED: Final = UnsupportedFields(
     UnsupportedField("rateLimit", RATE_LIMIT_DETAIL),
     UnsupportedField("networkTopology", TOPOLOGY_DETAIL),
     UnsupportedField("topology", TOPOLOGY_DETAIL),
 )
-WORKER_UNSUPPORTED: Final = (UnsupportedField("networkTopology", TOPOLOGY_DETAIL),)
-AUTOSCALING_UNSUPPORTED: Final = (
+WORKER_UNSUPPORTED: Final = UnsupportedFields(UnsupportedField("networkTopology", TOPOLOGY_DETAIL))
+AUTOSCALING_UNSUPPORTED: Final = UnsupportedFields(
     UnsupportedField("behavior.scaleUp.panicPolicy", PANIC_POLICY_DETAIL),
     UnsupportedField("behavior", BEHAVIOR_DETAIL),
 )

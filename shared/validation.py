@@ -37,7 +37,7 @@ from shared.api.modelbooster import (
     ModelBooster,
     ModelWorker,
 )
-from shared.backend_shape import backend_objects, on_wire, raw_backends, shape_errors, with_shape_hints
+from shared.backend_shape import backend_objects, on_wire, shape_errors, with_shape_hints
 from shared.constants import (
     MAX_REPLICAS,
     MAX_ROUTE_LORA_ADAPTERS,
@@ -47,7 +47,7 @@ from shared.constants import (
 from shared.decoding import decode
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
-from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_object, engine_port, kv_connector
+from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_mapping, engine_port, kv_connector
 from shared.errors import (
     MAX_COLLECTED_ERRORS,
     FieldError,
@@ -72,11 +72,10 @@ from shared.unsupported import (
     BACKEND_UNSUPPORTED,
     SPEC_UNSUPPORTED,
     WORKER_UNSUPPORTED,
-    UnsupportedField,
 )
-from shared.uris import PVC_SCHEME
+from shared.uris import HOSTPATH_SCHEME, PVC_SCHEME
 
-_NANOS_PER_SECOND: Final = 1_000_000_000
+_MAX_GRACE_NANOS: Final = MAX_SCALE_TO_ZERO_GRACE_SECONDS * 1_000_000_000
 _SINGLE_WORKER_TYPES: Final = ("vLLM", "SGLang", "MindIE")
 _ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated")
 # Go's unicode.IsSpace, which strings.TrimSpace uses (Python's str.isspace also accepts U+001C..U+001F).
@@ -168,6 +167,12 @@ def _reads(error: FieldError, *paths: str) -> FieldError:
     return replace(error, reads=paths)
 
 
+def _backend_fields(index: int, *names: str) -> tuple[str, ...]:
+    """The paths of fields of one backend, for the `reads` of a cross-field error. Built only when an error is
+    found: on the common path, a valid object, no rule formats a path."""
+    return tuple(f"spec.backends[{index}].{name}" for name in names)
+
+
 def _autoscaling_switches(backends: Sequence[ModelBackend]) -> tuple[str, ...]:
     """Where autoscaling is switched on: the rules that depend on model- or backend-level read these."""
     return ("spec.autoscalingPolicy", *(f"spec.backends[{i}].autoscalingPolicy" for i in range(len(backends))))
@@ -194,9 +199,14 @@ def _numeric_divisors(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     for backend in backend_objects(obj.get("spec")):
         env = backend.get("env")
         for entry in env if isinstance(env, list) else ():
-            selector = _dig(entry, "valueFrom", "resourceFieldRef")
-            divisor = selector.get("divisor") if selector is not None else None
-            if selector is not None and isinstance(divisor, int) and not isinstance(divisor, bool):
+            value_from = entry.get("valueFrom") if isinstance(entry, dict) else None
+            if value_from is None:  # most entries hold a `value`
+                continue
+            selector = value_from.get("resourceFieldRef") if isinstance(value_from, dict) else None
+            if not isinstance(selector, dict):
+                continue
+            divisor = selector.get("divisor")
+            if isinstance(divisor, int) and not isinstance(divisor, bool):
                 found.append(selector)
     return found
 
@@ -209,18 +219,11 @@ def _deep_copy(value: Any) -> Any:
     return value
 
 
-def _dig(value: object, *keys: str) -> dict[str, Any] | None:
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value if isinstance(value, dict) else None
-
-
 def _core_quantity_errors(model: ModelBooster) -> Iterator[FieldError]:
     for i, backend in enumerate(model.spec.backends):
         for j, entry in enumerate(backend.env or ()):
-            selector = entry.value_from.resource_field_ref if entry.value_from else None
+            value_from = entry.value_from  # a property of the client's model: read once
+            selector = value_from.resource_field_ref if value_from else None
             if selector is None or selector.divisor is None:
                 continue
             try:
@@ -249,15 +252,19 @@ def _grace_periods(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
         if backend.scale_to_zero_grace_period is None:
             continue
         nanos = parse_duration(backend.scale_to_zero_grace_period)
-        path = f"spec.backends[{i}].scaleToZeroGracePeriod"
-        if nanos > MAX_SCALE_TO_ZERO_GRACE_SECONDS * _NANOS_PER_SECOND:
-            yield invalid(path, format_duration(nanos), "scaleToZeroGracePeriod cannot exceed 1800 seconds")
+        if nanos > _MAX_GRACE_NANOS:
+            detail = "scaleToZeroGracePeriod cannot exceed 1800 seconds"
         elif nanos < 0:
-            yield invalid(path, format_duration(nanos), "scaleToZeroGracePeriod cannot be negative")
+            detail = "scaleToZeroGracePeriod cannot be negative"
+        else:
+            continue
+        yield invalid(f"spec.backends[{i}].scaleToZeroGracePeriod", format_duration(nanos), detail)
 
 
 def _replica_bounds(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    total = 0
     for i, backend in enumerate(backends):
+        total += backend.max_replicas
         if backend.min_replicas > backend.max_replicas:
             error = invalid(
                 f"spec.backends[{i}].minReplicas",
@@ -265,7 +272,6 @@ def _replica_bounds(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
                 "minReplicas cannot be greater than maxReplicas",
             )
             yield _reads(error, f"spec.backends[{i}].minReplicas", f"spec.backends[{i}].maxReplicas")
-    total = sum(backend.max_replicas for backend in backends)
     if total > MAX_REPLICAS:
         yield invalid(
             "spec.backends", total, f"sum of maxReplicas across all backends ({total}) cannot exceed {MAX_REPLICAS}"
@@ -295,19 +301,19 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
     backends = spec.backends
     model_level = spec.autoscaling_policy is not None
     backend_level = any(backend.autoscaling_policy is not None for backend in backends)
-    # Every rule here depends on where autoscaling is set, so each error also reads those switches.
-    switches = _autoscaling_switches(backends)
+    # Every rule here depends on where autoscaling is set, so each error also reads those switches
+    # (`_autoscaling_switches`).
     if not model_level:
         for i, backend in enumerate(backends):
-            path = f"spec.backends[{i}]"
             if backend.scaling_cost:
                 error = forbidden(
-                    f"{path}.scalingCost", "cost must not be provided when model-level autoscaling is not set"
+                    f"spec.backends[{i}].scalingCost",
+                    "cost must not be provided when model-level autoscaling is not set",
                 )
                 yield _reads(error, error.path, "spec.autoscalingPolicy")
             if backend.scale_to_zero_grace_period is not None:
                 error = forbidden(
-                    f"{path}.scaleToZeroGracePeriod",
+                    f"spec.backends[{i}].scaleToZeroGracePeriod",
                     "scaleToZeroGracePeriod must not be provided when model-level autoscaling is not set",
                 )
                 yield _reads(error, error.path, "spec.autoscalingPolicy")
@@ -324,33 +330,36 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                     backend.min_replicas,
                     "minReplicas must be >= 1 when backend-level autoscaling is set",
                 )
-                yield _reads(error, error.path, *switches)
+                yield _reads(error, error.path, *_autoscaling_switches(backends))
         if not backend_level:
             for i, backend in enumerate(backends):
                 if backend.min_replicas != backend.max_replicas:
                     value = f"minReplicas={backend.min_replicas}, maxReplicas={backend.max_replicas}"
                     error = invalid(f"spec.backends[{i}]", value, NO_AUTOSCALING_DETAIL)
-                    yield _reads(error, f"{error.path}.minReplicas", f"{error.path}.maxReplicas", *switches)
+                    bounds = (f"{error.path}.minReplicas", f"{error.path}.maxReplicas")
+                    yield _reads(error, *bounds, *_autoscaling_switches(backends))
     elif not backend_level:
+        total = 0
         for i, backend in enumerate(backends):
-            path = f"spec.backends[{i}]"
+            total += backend.min_replicas
             if backend.min_replicas < 0:
                 error = invalid(
-                    f"{path}.minReplicas",
+                    f"spec.backends[{i}].minReplicas",
                     backend.min_replicas,
                     "minReplicas must be >= 0 when model-level autoscaling is set",
                 )
-                yield _reads(error, error.path, *switches)
+                yield _reads(error, error.path, *_autoscaling_switches(backends))
             if not backend.scaling_cost:
-                error = required(f"{path}.scalingCost", "cost must be provided when model-level autoscaling is set")
-                yield _reads(error, error.path, *switches)
+                error = required(
+                    f"spec.backends[{i}].scalingCost", "cost must be provided when model-level autoscaling is set"
+                )
+                yield _reads(error, error.path, *_autoscaling_switches(backends))
             if backend.scale_to_zero_grace_period is None:
                 error = required(
-                    f"{path}.scaleToZeroGracePeriod",
+                    f"spec.backends[{i}].scaleToZeroGracePeriod",
                     "scaleToZeroGracePeriod must be provided when model-level autoscaling is set",
                 )
-                yield _reads(error, error.path, *switches)
-        total = sum(backend.min_replicas for backend in backends)
+                yield _reads(error, error.path, *_autoscaling_switches(backends))
         if total < 1:
             error = invalid(
                 "spec.backends", total, "sum of all minReplicas must be >= 1 when model-level autoscaling is set"
@@ -361,7 +370,7 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                 "spec.costExpansionRatePercent",
                 "costExpansionRatePercent must be provided and > 0 when model-level autoscaling is set",
             )
-            yield _reads(error, error.path, *switches)
+            yield _reads(error, error.path, *_autoscaling_switches(backends))
     else:
         # The reference named the fields `autoscalingPolicyRef` here; we use the real JSON names.
         error = forbidden(
@@ -369,7 +378,7 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
             "spec.autoscalingPolicy and spec.backends[].autoscalingPolicy cannot both be set; "
             "choose model-level or backend-level autoscaling, not both",
         )
-        yield _reads(error, *switches)
+        yield _reads(error, *_autoscaling_switches(backends))
 
 
 def _worker_type(worker: ModelWorker) -> str:
@@ -378,10 +387,9 @@ def _worker_type(worker: ModelWorker) -> str:
 
 def _worker_types(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
-        # The allowed workers depend on the backend's type: changing either re-checks them.
-        reads = (f"spec.backends[{i}].workers", f"spec.backends[{i}].type")
         for error in _worker_type_errors(i, backend):
-            yield _reads(error, *reads)
+            # The allowed workers depend on the backend's type: changing either re-checks them.
+            yield _reads(error, *_backend_fields(i, "workers", "type"))
 
 
 def _worker_type_errors(i: int, backend: ModelBackend) -> Iterator[FieldError]:
@@ -421,12 +429,15 @@ def _worker_type_errors(i: int, backend: ModelBackend) -> Iterator[FieldError]:
 
 def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
+        if not backend.lora_adapters:
+            continue
         seen: set[str] = set()
-        for j, adapter in enumerate(backend.lora_adapters or ()):
-            path = f"spec.backends[{i}].loraAdapters[{j}].name"
+        for j, adapter in enumerate(backend.lora_adapters):
             if adapter.name == model_name:
+                path = f"spec.backends[{i}].loraAdapters[{j}].name"
                 yield invalid(path, adapter.name, "lora name cannot be the same as model name")
             if adapter.name in seen:
+                path = f"spec.backends[{i}].loraAdapters[{j}].name"
                 yield invalid(path, adapter.name, "lora name must be unique within the backend")
             seen.add(adapter.name)
 
@@ -436,22 +447,22 @@ def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[F
 
 
 def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
+    # Paths are formatted only for a field that is set: nearly every holder sets none. The object decoded, so
+    # every backend is an object at its own index; a single `spec.backend` is the list of one, reported at the
+    # path the user wrote like every other rule's errors (`on_wire`).
     spec = raw["spec"]
-    yield from _unsupported_at(spec, "spec", SPEC_UNSUPPORTED)
-    yield from _unsupported_at(spec.get("autoscalingPolicy"), "spec.autoscalingPolicy", AUTOSCALING_UNSUPPORTED)
-    for path, backend in raw_backends(spec):
-        yield from _unsupported_at(backend, path, BACKEND_UNSUPPORTED)
+    for field in SPEC_UNSUPPORTED.present_in(spec):
+        yield forbidden(f"spec.{field.path}", field.detail)
+    for field in AUTOSCALING_UNSUPPORTED.present_in(spec.get("autoscalingPolicy")):
+        yield forbidden(f"spec.autoscalingPolicy.{field.path}", field.detail)
+    for i, backend in enumerate(backend_objects(spec)):
+        for field in BACKEND_UNSUPPORTED.present_in(backend):
+            yield forbidden(f"spec.backends[{i}].{field.path}", field.detail)
         for j, worker in enumerate(backend["workers"]):
-            yield from _unsupported_at(worker, f"{path}.workers[{j}]", WORKER_UNSUPPORTED)
-        yield from _unsupported_at(
-            backend.get("autoscalingPolicy"), f"{path}.autoscalingPolicy", AUTOSCALING_UNSUPPORTED
-        )
-
-
-def _unsupported_at(holder: object, path: str, fields: Sequence[UnsupportedField]) -> Iterator[FieldError]:
-    for field in fields:
-        if field.present_in(holder):
-            yield forbidden(f"{path}.{field.path}", field.detail)
+            for field in WORKER_UNSUPPORTED.present_in(worker):
+                yield forbidden(f"spec.backends[{i}].workers[{j}].{field.path}", field.detail)
+        for field in AUTOSCALING_UNSUPPORTED.present_in(backend.get("autoscalingPolicy")):
+            yield forbidden(f"spec.backends[{i}].autoscalingPolicy.{field.path}", field.detail)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -478,7 +489,7 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
         for j, worker in enumerate(backend.workers):
             try:
-                config_object(worker.config)
+                config_mapping(worker.config)
             except ConfigError:
                 configs_ok[i] = False
                 yield invalid(
@@ -492,13 +503,13 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
                 engine_port(backend.workers)
             except EnginePortError as port_error:
                 path = f"spec.backends[{i}].workers[{port_error.worker_index}].config.port"
-                reads = (f"spec.backends[{i}].workers", f"spec.backends[{i}].type")
-                yield _reads(invalid(path, port_error.value, str(port_error)), *reads)
+                error = invalid(path, port_error.value, str(port_error))
+                yield _reads(error, *_backend_fields(i, "workers", "type"))
     for i, backend in enumerate(backends):
-        # Each of these compares modelURI with cacheURI.
-        reads = (f"spec.backends[{i}].modelURI", f"spec.backends[{i}].cacheURI")
-        for error in _cache_uri_rules(i, backend):
-            yield _reads(error, *reads)
+        error = _cache_uri_error(i, backend)
+        if error is not None:
+            # Each of these compares modelURI with cacheURI.
+            yield _reads(error, *_backend_fields(i, "modelURI", "cacheURI"))
     for i, backend in enumerate(backends):
         if configs_ok[i] and pd_counts_ok[i]:
             try:
@@ -532,24 +543,22 @@ def _go_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _cache_uri_rules(index: int, backend: ModelBackend) -> Iterator[FieldError]:
+def _cache_uri_error(index: int, backend: ModelBackend) -> FieldError | None:
     """The newer line's PVC reachability checks, then the cache URI shapes its synthesis would refuse, so that
-    both are answered at admission (docs/design/validation.md §6, item 5)."""
-    path = f"spec.backends[{index}]"
+    both are answered at admission (docs/design/validation.md §6, item 5). One error at most: a `pvc://`
+    modelURI that passes the first has a cacheURI naming a claim, which passes the second."""
     cache_uri = backend.cache_uri or ""
     if backend.model_uri.startswith(PVC_SCHEME):
-        error = _pvc_reachability(path, model_uri=backend.model_uri, cache_uri=cache_uri)
+        error = _pvc_reachability(f"spec.backends[{index}]", model_uri=backend.model_uri, cache_uri=cache_uri)
         if error is not None:
-            yield error
-            return
+            return error
     if cache_uri.startswith(PVC_SCHEME) and not cache_uri.removeprefix(PVC_SCHEME).strip("/"):
-        yield invalid(
-            f"{path}.cacheURI", cache_uri, f"invalid cacheURI {_go_quote(cache_uri)}: must include a PVC claim name"
-        )
-    elif cache_uri.startswith("hostpath://") and not cache_uri.removeprefix("hostpath://").strip("/"):
-        yield invalid(
-            f"{path}.cacheURI", cache_uri, f"invalid cacheURI {_go_quote(cache_uri)}: must include a host path"
-        )
+        detail = f"invalid cacheURI {_go_quote(cache_uri)}: must include a PVC claim name"
+    elif cache_uri.startswith(HOSTPATH_SCHEME) and not cache_uri.removeprefix(HOSTPATH_SCHEME).strip("/"):
+        detail = f"invalid cacheURI {_go_quote(cache_uri)}: must include a host path"
+    else:
+        return None
+    return invalid(f"spec.backends[{index}].cacheURI", cache_uri, detail)
 
 
 def _pvc_reachability(path: str, *, model_uri: str, cache_uri: str) -> FieldError | None:
@@ -590,6 +599,9 @@ def _pvc_reachability(path: str, *, model_uri: str, cache_uri: str) -> FieldErro
 def _generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     if not model_name:  # generateName: the name is not known yet
         return
+    # Every backend's pods hold the model downloader, named after the model alone: checked once for all.
+    downloader = model_downloader_name(model_name)
+    downloader_ok = is_dns1123_label(downloader)
     for i, backend in enumerate(backends):
         name = backend_resource_name(model_name, backend.name)
         if not is_dns1123_label(name):
@@ -601,32 +613,31 @@ def _generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Itera
                 "backend name",
             )
             continue  # the container names share the cause; one error says it
-        yield from _container_names(i, model_name, backend)
+        # Generated container names are DNS-1123 labels too, or the pods of the ModelServing are refused.
+        if not downloader_ok:
+            yield _container_name_error("metadata.name", downloader, reads=("metadata.name",))
+        adapters = backend.lora_adapters
+        if adapters:
+            container = lora_downloader_name(model_name, len(adapters) - 1)
+            if not is_dns1123_label(container):
+                made_of = ("metadata.name", f"spec.backends[{i}].loraAdapters")
+                yield _container_name_error("metadata.name", container, reads=made_of)
+        if backend.type == "vLLM":
+            container = ray_worker_container_name(backend.name)
+            if not is_dns1123_label(container):
+                reads = _backend_fields(i, "name", "type")
+                yield _container_name_error(reads[0], container, reads=reads)
 
 
-def _container_names(index: int, model_name: str, backend: ModelBackend) -> Iterator[FieldError]:
-    """Generated container names are DNS-1123 labels too, or the pods of the ModelServing are refused."""
-    # (path, what the name is made of, the name)
-    candidates: list[tuple[str, tuple[str, ...], str]] = [
-        ("metadata.name", ("metadata.name",), model_downloader_name(model_name))
-    ]
-    adapters = backend.lora_adapters or ()
-    if adapters:
-        last = len(adapters) - 1
-        made_of = ("metadata.name", f"spec.backends[{index}].loraAdapters")
-        candidates.append(("metadata.name", made_of, lora_downloader_name(model_name, last)))
-    if backend.type == "vLLM":
-        made_of = (f"spec.backends[{index}].name", f"spec.backends[{index}].type")
-        candidates.append((f"spec.backends[{index}].name", made_of, ray_worker_container_name(backend.name)))
-    for path, reads, container in candidates:
-        if not is_dns1123_label(container):
-            error = invalid(
-                path,
-                container,
-                f"the generated container name {container!r} must be a DNS-1123 label of at most 63 characters; "
-                "shorten the name",
-            )
-            yield _reads(error, *reads)
+def _container_name_error(path: str, container: str, *, reads: tuple[str, ...]) -> FieldError:
+    """`container`, a generated container name made of the fields `reads`, is no DNS-1123 label."""
+    error = invalid(
+        path,
+        container,
+        f"the generated container name {container!r} must be a DNS-1123 label of at most 63 characters; "
+        "shorten the name",
+    )
+    return _reads(error, *reads)
 
 
 def _route_model_name_clashes(model: ModelBooster) -> Iterator[FieldError]:
@@ -674,9 +685,10 @@ def _duplicates(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
     for i, backend in enumerate(backends):
         seen_env: set[str] = set()
         for j, entry in enumerate(backend.env or ()):
-            if entry.name in seen_env:
-                yield duplicate(f"spec.backends[{i}].env[{j}].name", entry.name)
-            seen_env.add(entry.name)
+            name = entry.name  # a property of the client's model: read once
+            if name in seen_env:
+                yield duplicate(f"spec.backends[{i}].env[{j}].name", name)
+            seen_env.add(name)
 
 
 # ---------------------------------------------------------------------------------------------------------

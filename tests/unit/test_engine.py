@@ -12,6 +12,7 @@ from shared.engine import (
     ConfigError,
     EnginePortError,
     KvConnectorError,
+    config_mapping,
     config_object,
     engine_port,
     env_bool,
@@ -74,6 +75,17 @@ def test_config_object() -> None:
         with pytest.raises(ConfigError) as caught:
             config_object(value)
         assert str(caught.value) == f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+
+
+def test_config_mapping_reads_in_place_and_config_object_copies() -> None:
+    config = {"port": 8000}
+    assert config_mapping(config) is config
+    copy = config_object(config)
+    assert copy == config
+    assert copy is not config
+    assert config_mapping(None) is None
+    with pytest.raises(ConfigError):
+        config_mapping([1])
 
 
 # --- engine port ----------------------------------------------------------------------------------------------
@@ -151,6 +163,14 @@ def test_duplicate_prefill_workers() -> None:
         kv_connector("b", [w("prefill"), w("prefill"), w("decode"), w("decode")])
     assert str(caught.value) == (
         "backend b: found 2 prefill workers, expected at most 1; duplicate prefill workers are not supported"
+    )
+
+
+def test_duplicate_decode_workers_are_counted_after_one_prefill() -> None:
+    with pytest.raises(KvConnectorError) as caught:
+        kv_connector("b", [w("decode"), w("prefill"), w("server"), w("decode"), w("decode")])
+    assert str(caught.value) == (
+        "backend b: found 3 decode workers, expected at most 1; duplicate decode workers are not supported"
     )
 
 
