@@ -6,7 +6,8 @@ Per namespace scope (all namespaces, or each configured namespace) a reflector:
 2. watches from the list's resourceVersion with bookmarks, a server-side `timeoutSeconds` and a client read
    timeout a little longer, so a silently dead connection is noticed and the watch re-opened;
 3. on stream end re-watches from the last resourceVersion seen (events or bookmarks); on `410 Gone` (HTTP status
-   or ERROR event) re-lists; on other errors backs off exponentially (with jitter) and retries.
+   or ERROR event) re-lists; on other errors backs off exponentially (with jitter) and retries, also from the
+   last resourceVersion seen (a broken stream's events are not replayed).
 
 A `transform` shapes what the cache holds (see reconciler/runtime/lean.py); it must keep metadata name,
 namespace and resourceVersion. It runs once per new state: not for the echo of our own write, nor for a listed
@@ -114,6 +115,7 @@ class Informer:
         self._synced_scopes: set[str | None] = set()
         self._synced = asyncio.Event()
         self.last_activity = time.monotonic()
+        # Per scope: the resourceVersion the watch has delivered everything up to (events and bookmarks).
         self._resource_versions: dict[str | None, str] = {}
 
     # ------------------------------------------------------------------ reading
@@ -286,6 +288,7 @@ class Informer:
             try:
                 if version is None:
                     version = await self._gated_list(scope)
+                    self._resource_versions[scope] = version
                     self.last_activity = time.monotonic()
                 version = await self._watch(scope, version)
                 failures = 0
@@ -295,8 +298,13 @@ class Informer:
                 if error.gone:
                     logger.info("%s informer (%s): resourceVersion too old, re-listing", self.kind, where)
                     self._count_restart("gone")
+                    self._resource_versions.pop(scope, None)
                     version = None
                     continue
+                if version is not None:
+                    # A stream broken mid-way resumes after the last event it delivered, not from where it
+                    # began: replaying thousands of events the cache holds would queue a reconcile for each.
+                    version = self._resource_versions.get(scope, version)
                 if error.reason == "ReadTimeout":
                     logger.warning("%s informer (%s): watch silent for too long, re-opening", self.kind, where)
                     self._count_restart("timeout")
@@ -326,9 +334,10 @@ class Informer:
                     message=str(event.object.get("message") or "error event in watch stream"),
                     body=event.object,
                 )
-            version = resource_version(event.object) or version
             if event.type != "BOOKMARK":
                 self._apply_event(event.type, event.object)
+            version = resource_version(event.object) or version
+            self._resource_versions[scope] = version
         self._count_restart("closed")
         return version
 

@@ -304,3 +304,59 @@ def test_stalled_watch_delivers_nothing_until_resumed(custom: Any, widgets: Fake
     assert received == ["a", "b"]
     widgets.close_watches()
     thread.join(5)
+
+
+def test_a_watch_ending_at_its_timeout_never_bookmarks_past_events_it_did_not_send(
+    core: Any, fake_apiserver: FakeApiServer
+) -> None:
+    """A client that resumes from the last resourceVersion it saw (event or bookmark) misses nothing, even when
+    `timeoutSeconds` ends the stream while events are still waiting to be written to a slow reader."""
+    import socket
+
+    import urllib3
+
+    start = fake_apiserver.resource_version
+    # A reader that reads nothing for a while, with a small receive buffer: the server's writes back up.
+    pool = urllib3.PoolManager(socket_options=[(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)])
+    opened = time.monotonic()
+    answer = pool.request(
+        "GET",
+        f"{fake_apiserver.url}/api/v1/namespaces/default/configmaps",
+        fields={"watch": "true", "resourceVersion": str(start), "allowWatchBookmarks": "true", "timeoutSeconds": "1"},
+        preload_content=False,
+    )
+    filler = "x" * 60_000
+    created = []
+    for index in range(100):  # ~6 MB of events, more than the socket buffers hold
+        body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"cm-{index:03d}"), data={"filler": filler})
+        created.append(core.create_namespaced_config_map("default", body).metadata.name)
+    time.sleep(max(0.0, opened + 1.3 - time.monotonic()))  # past the deadline, with the writer still blocked
+    created.append(core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="late"))).metadata.name)  # fmt: skip
+    events = [json.loads(line) for line in answer.data.decode().splitlines()]
+    seen = [e["object"]["metadata"]["name"] for e in events if e["type"] == "ADDED"]
+    resume = events[-1]["object"]["metadata"]["resourceVersion"] if events else str(start)
+    resumed = new_watch().stream(
+        core.list_namespaced_config_map, "default", resource_version=resume, timeout_seconds=1
+    )
+    seen += [e["raw_object"]["metadata"]["name"] for e in resumed if e["type"] == "ADDED"]
+    assert seen == created
+
+
+def test_a_watch_stalled_at_its_timeout_ends_without_a_bookmark(custom: Any, widgets: FakeApiServer) -> None:
+    import urllib3
+
+    start = make(custom, "a")["metadata"]["resourceVersion"]
+    answer = urllib3.PoolManager().request(
+        "GET",
+        f"{widgets.url}/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}",
+        fields={"watch": "true", "resourceVersion": start, "allowWatchBookmarks": "true", "timeoutSeconds": "1"},
+        preload_content=False,
+    )
+    assert widgets.stall_watches() == 1
+    try:
+        make(custom, "b")  # queued behind the stall: the stream that ends at its timeout never sent it
+        assert answer.data == b""
+    finally:
+        widgets.stall_watches(stalled=False)
+    assert summary(stream_until_sentinel(custom, resource_version=start)) == [("ADDED", "b")]

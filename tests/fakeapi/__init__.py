@@ -46,7 +46,8 @@ What it emulates (pinned by tests/apiserver/):
   objects when no resourceVersion is given; resume from a resourceVersion with no gap and no repeat;
   `410 Expired` ERROR event when it is older than the retained history (`history_size` events per
   resource, or `expire_history()`); `allowWatchBookmarks` (every `bookmark_interval` s and before
-  `timeoutSeconds` ends the stream); `sendInitialEvents` with the initial-events-end bookmark; selector
+  `timeoutSeconds` ends the stream, never ahead of an event still queued for that watcher: a client resumes
+  from a bookmark); `sendInitialEvents` with the initial-events-end bookmark; selector
   transitions (an object that stops matching is DELETED for that watcher); 504 "Too large resource
   version" after 3 s for a future resourceVersion.
 - Custom resources: structural pruning (unknown fields dropped with a warning, or a 400 with

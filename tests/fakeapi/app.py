@@ -526,8 +526,7 @@ async def _pump(
             return
         now = loop.time()
         if deadline is not None and now >= deadline:
-            if bookmark is not None:
-                await response.write(bookmark())
+            await _end_at_deadline(request, response, watcher, served=served, bookmark=bookmark)
             return
         if watcher.stalled:
             await asyncio.sleep(0.02)
@@ -558,23 +557,51 @@ async def _pump(
             for queued in requeue:
                 watcher.queue.put_nowait(queued)
             continue
-        lines = []
-        batch: list[StoreEvent | _Close] = [item]
-        while not watcher.queue.empty():
-            batch.append(watcher.queue.get_nowait())
-        closing: _Close | None = None
-        for event in batch:
-            if isinstance(event, _Close):
-                closing = event
-                break
-            seen = watcher.translate(event)
-            if seen is not None:
-                lines.append(_event_line(seen[0], served(seen[1])))
+        lines, closing = _drain(watcher, item, served=served)
         if lines:
             await response.write(b"".join(lines))
         if closing is not None:
             _finish(request, closing)
             return
+
+
+def _drain(
+    watcher: Watcher, first: StoreEvent | _Close | None, *, served: Callable[[Obj], Obj]
+) -> tuple[list[bytes], _Close | None]:
+    """The lines for `first` and every event queued behind it, and the close request met on the way, if any."""
+    batch: list[StoreEvent | _Close] = [first] if first is not None else []
+    while not watcher.queue.empty():
+        batch.append(watcher.queue.get_nowait())
+    lines: list[bytes] = []
+    for event in batch:
+        if isinstance(event, _Close):
+            return lines, event
+        seen = watcher.translate(event)
+        if seen is not None:
+            lines.append(_event_line(seen[0], served(seen[1])))
+    return lines, None
+
+
+async def _end_at_deadline(
+    request: web.Request,
+    response: web.StreamResponse,
+    watcher: Watcher,
+    *,
+    served: Callable[[Obj], Obj],
+    bookmark: Callable[[], bytes] | None,
+) -> None:
+    """`timeoutSeconds` is up. The closing bookmark promises every change up to its resourceVersion was sent,
+    and a client resumes from it, so the events still queued for this watcher go out first (they may have
+    queued while a write to a slow reader waited). A stalled stream just ends: it sent nothing more."""
+    if watcher.stalled:
+        return
+    lines, closing = _drain(watcher, None, served=served)
+    if closing is None and bookmark is not None:
+        lines.append(bookmark())  # in the same step as the drain: nothing can slip in between
+    if lines:
+        await response.write(b"".join(lines))
+    if closing is not None:
+        _finish(request, closing)
 
 
 def _finish(request: web.Request, closing: _Close) -> None:

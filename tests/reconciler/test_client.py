@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
 
-from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.client import ApiError, KubeClient, decode_json, encode_json
 from reconciler.runtime.kinds import CONFIG_MAP
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS
@@ -78,3 +79,22 @@ async def test_watch_from_an_expired_version_is_gone(client: KubeClient, fake: F
     assert events
     assert events[0].type == "ERROR"
     assert events[0].object["code"] == 410
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a":1,"a":2,"big":123456789012345678901234567890,"f":1.5,"e":"\\u00e9","n":null,"l":[true]}',
+        b'{"lone":"\\ud800"}',  # refused by the native parser: the json module answers
+        b"\xef\xbb\xbf{}",  # a byte order mark, likewise
+    ],
+)
+def test_decoding_gives_what_the_json_module_gives(text: bytes) -> None:
+    assert decode_json(text) == json.loads(text)
+
+
+def test_undecodable_text_is_a_value_error_and_bodies_round_trip() -> None:
+    with pytest.raises(ValueError, match="Expecting value"):  # the json module's words
+        decode_json(b'{"a":')
+    body = {"metadata": {"name": "é"}, "spec": {"replicas": 2, "ratio": 0.1, "list": [None, False, {"k": "v"}]}}
+    assert json.loads(encode_json(body)) == body

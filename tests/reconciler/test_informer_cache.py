@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from reconciler.modelbooster.kinds import MODEL_SERVER, MODEL_SERVING
-from reconciler.runtime.client import KubeClient, ObjectList
+from reconciler.runtime.client import ApiError, KubeClient, ObjectList, WatchEvent
 from reconciler.runtime.informer import Informer, is_newer, label_index
 
 
@@ -143,3 +144,46 @@ async def test_informers_sharing_a_gate_list_one_at_a_time() -> None:
     assert calls == ["ModelServing", "ModelServer"]
     assert first.has_synced
     assert second.has_synced
+
+
+class ScriptedClient(KubeClient):
+    """Lists once at resourceVersion 1; each watch replays its script, then breaks or stops the informer."""
+
+    def __init__(self, watches: list[list[WatchEvent | ApiError]]) -> None:
+        self.watches = watches
+        self.lists: list[str] = []
+        self.watched_from: list[str] = []
+
+    async def list(self, kind: Any, **options: Any) -> ObjectList:
+        self.lists.append(kind.kind)
+        return ObjectList(items=[], resource_version="1", continue_token=None)
+
+    async def watch(self, kind: Any, *, resource_version: str, **options: Any) -> AsyncIterator[WatchEvent]:
+        self.watched_from.append(resource_version)
+        if not self.watches:
+            raise asyncio.CancelledError  # the script is done: end the informer's loop
+        for step in self.watches.pop(0):
+            if isinstance(step, ApiError):
+                raise step
+            yield step
+
+
+def event(kind: str, name: str, rv: str) -> WatchEvent:
+    return WatchEvent(type=kind, object=obj(name, rv))  # type: ignore[arg-type]
+
+
+async def test_a_stream_broken_mid_way_resumes_after_the_last_event_it_delivered() -> None:
+    broken = ApiError(status=0, reason="ClientPayloadError", message="stream broken")
+    client = ScriptedClient([
+        [event("ADDED", "a", "2"), event("MODIFIED", "a", "3"), broken],
+        [event("BOOKMARK", "", "7"), ApiError(status=0, reason="ReadTimeout", message="silent")],
+        [ApiError(status=410, reason="Expired", message="too old resource version")],
+    ])  # fmt: skip
+    informer = Informer(client, MODEL_SERVING, backoff_base=0.001)
+    seen: list[str] = []
+    informer.add_handler(lambda kind, old, new: seen.append(kind))
+    with pytest.raises(asyncio.CancelledError):
+        await informer.run()
+    assert client.watched_from == ["1", "3", "7", "1"]  # a 410 re-lists and watches from the list
+    assert client.lists == ["ModelServing", "ModelServing"]
+    assert seen == ["ADDED", "MODIFIED", "DELETED"]  # nothing replayed; the re-list no longer has "a"
