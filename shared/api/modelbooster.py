@@ -13,7 +13,6 @@ from typing import Annotated, Any, Final, Literal, Self
 
 from kubernetes.client import V1Affinity, V1EnvFromSource, V1EnvVar, V1Toleration
 from pydantic import (
-    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
@@ -26,6 +25,7 @@ from shared import backend_shape
 from shared.api.base import ApiModel, Condition, ObjectMeta
 from shared.constants import DNS1123_LABEL_PATTERN, MAX_BACKENDS, MAX_REPLICAS
 from shared.durations import GoDuration
+from shared.integers import JsonInteger
 from shared.quantity import Quantity
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
@@ -61,17 +61,14 @@ DEFAULT_COST_EXPANSION_RATE_PERCENT = 200
 DnsLabel = Annotated[str, Field(pattern=DNS1123_LABEL_PATTERN)]
 
 
-def _integral(value: object) -> object:
-    """JSON has one number type: `3.0` (or YAML's `1e6`) is an integer to the API server, so it is to us."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-Int32 = Annotated[int, Field(json_schema_extra={"format": "int32"}), BeforeValidator(_integral)]
-Replicas = Annotated[
-    int, Field(ge=0, le=MAX_REPLICAS, json_schema_extra={"format": "int32"}), BeforeValidator(_integral)
-]
+_INT32: Final = {"format": "int32"}
+Int32 = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger()]
+Replicas = Annotated[int, Field(ge=0, le=MAX_REPLICAS, json_schema_extra=_INT32), JsonInteger()]
+# An optional integer is given its bounds by JsonInteger: pydantic checks the `Field` bounds of an optional
+# field in Python, on every decode.
+Percent = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger(ge=0, le=100)]
+NonNegativeInt32 = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger(ge=0)]
+ExpansionPercent = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger(ge=0, le=1000)]
 # A declared-but-unsupported feature: any JSON object, kept so admission can reject it by name.
 UnsupportedFeature = Annotated[dict[str, Any], Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})]
 
@@ -142,9 +139,7 @@ class AutoscalingPolicySpec(ApiModel):
 
     model_config = ConfigDict(json_schema_extra=cel_rules(AUTOSCALING_UNSUPPORTED))
 
-    tolerance_percent: Int32 | None = Field(
-        default=None, ge=0, le=100, json_schema_extra=_default(DEFAULT_TOLERANCE_PERCENT)
-    )
+    tolerance_percent: Percent | None = Field(default=None, json_schema_extra=_default(DEFAULT_TOLERANCE_PERCENT))
     metrics: list[AutoscalingMetric] = Field(min_length=1)
     behavior: UnsupportedBehavior | None = None
 
@@ -189,8 +184,8 @@ class _Source(ApiModel):
 class _Scaling(ApiModel):  # v0.1.0 only
     min_replicas: Replicas
     max_replicas: Int32 = Field(ge=1, le=MAX_REPLICAS)
-    scaling_cost: Int32 | None = Field(default=None, ge=0)
-    route_weight: Int32 | None = Field(default=None, ge=0, le=100, json_schema_extra=_default(DEFAULT_ROUTE_WEIGHT))
+    scaling_cost: NonNegativeInt32 | None = None
+    route_weight: Percent | None = Field(default=None, json_schema_extra=_default(DEFAULT_ROUTE_WEIGHT))
     scale_to_zero_grace_period: GoDuration | None = None
 
 
@@ -269,7 +264,7 @@ class ModelBoosterSpec(ApiModel):
         default_factory=list, min_length=1, max_length=MAX_BACKENDS, json_schema_extra=_list_map("name")
     )
     autoscaling_policy: AutoscalingPolicySpec | None = None
-    cost_expansion_rate_percent: Int32 | None = Field(default=None, ge=0, le=1000)
+    cost_expansion_rate_percent: ExpansionPercent | None = None
     model_match: ModelMatch | None = None
     rate_limit: UnsupportedFeature | None = None
 
@@ -312,11 +307,11 @@ class BackendStatus(ApiModel):
 class ModelBoosterStatus(ApiModel):
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=_list_map("type"))
     backend_statuses: list[BackendStatus] | None = Field(default=None, json_schema_extra=_ATOMIC)
-    observed_generation: Annotated[int, BeforeValidator(_integral)] | None = Field(
+    observed_generation: Annotated[int, JsonInteger()] | None = Field(
         default=None, json_schema_extra={"format": "int64"}
     )
     # Our addition: the number of backends, for the `Backends` printer column (JSONPath cannot count).
-    backend_count: Int32 | None = Field(default=None, ge=0)
+    backend_count: NonNegativeInt32 | None = None
 
 
 class ModelBooster(ApiModel):
