@@ -15,7 +15,6 @@ from kubernetes.client import V1Affinity, V1EnvFromSource, V1EnvVar, V1Toleratio
 from pydantic import (
     ConfigDict,
     Field,
-    JsonValue,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
@@ -25,7 +24,7 @@ from shared import backend_shape
 from shared.api.base import ApiModel, Condition, ObjectMeta
 from shared.constants import DNS1123_LABEL_PATTERN, MAX_BACKENDS, MAX_REPLICAS
 from shared.durations import GoDuration
-from shared.integers import JsonInteger
+from shared.json_values import AnyJson, JsonInteger
 from shared.quantity import Quantity
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
@@ -161,7 +160,7 @@ class ModelWorker(ApiModel):
     tolerations: list[V1Toleration] | None = Field(default=None, json_schema_extra=_ATOMIC)
     # Engine arguments. Decoded as any JSON so that validation can name a non-object config precisely;
     # the CRD declares it an object whose keys are free.
-    config: JsonValue = Field(
+    config: AnyJson = Field(
         default=None, json_schema_extra={"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     )
     network_topology: UnsupportedFeature | None = None

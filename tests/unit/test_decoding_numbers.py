@@ -14,7 +14,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from shared.api.modelbooster import ModelBooster
 from shared.decoding import decode
 from shared.engine import ConfigError, config_object
-from shared.integers import JsonInteger
+from shared.json_values import JsonInteger
 from shared.quantity import QUANTITY_PATTERN
 from tests.unit.factories import backend, modelbooster, policy, single_backend, single_modelbooster, worker
 
@@ -234,3 +234,13 @@ def test_a_value_json_cannot_hold_is_refused_in_a_config() -> None:
     [line] = _errors(modelbooster(backend(workers=[worker(config={"a": {"b": ...}})])))
     assert line.startswith("spec.backends[0].workers[0].config")
     assert line.endswith("input was not a valid JSON value")
+
+
+def test_a_config_is_copied_not_shared_with_the_input() -> None:
+    config: dict[str, Any] = {"a": [1], "b": {"c": 2}}
+    obj = modelbooster(backend(workers=[worker(config=config)]))
+    decoded, _ = decode(ModelBooster, obj)
+    assert decoded is not None
+    config["a"].append(2)
+    config["b"]["c"] = 3
+    assert decoded.spec.backends[0].workers[0].config == {"a": [1], "b": {"c": 2}}
