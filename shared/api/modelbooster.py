@@ -9,16 +9,20 @@ admission and are rejected with a message, instead of being silently pruned.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal, Self
+from typing import Annotated, Any, Final, Literal, Self, cast
 
 from kubernetes.client import V1Affinity, V1EnvFromSource, V1EnvVar, V1Toleration
 from pydantic import (
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 from shared import backend_shape
 from shared.api.base import ApiModel, Condition, ObjectMeta
@@ -247,6 +251,19 @@ def _spec_rules() -> dict[str, Any]:
     return rules
 
 
+class _NullNamesNoShape:
+    """A JSON null names no backend shape (the API server prunes it), rather than an invalid list: the field
+    takes None, in native code, which `ModelBoosterSpec` replaces. (`backend` is optional, so null is None.)"""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.nullable_schema(handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(cast(core_schema.NullableSchema, schema)["schema"])  # the list's: absence is not a value
+
+
 class ModelBoosterSpec(ApiModel):
     # Exactly one of `backend` and `backends` is given (shared/backend_shape.py). Once decoded, `backends`
     # holds every backend whichever was given: the single backend in its internal form (`as_backend`), so
@@ -259,7 +276,7 @@ class ModelBoosterSpec(ApiModel):
     owner: str | None = None
     backend: SingleBackend | None = None
     # At most 16: every backend is a target of the ModelRoute's default rule, which holds 16 at most.
-    backends: list[ModelBackend] = Field(
+    backends: Annotated[list[ModelBackend], _NullNamesNoShape()] = Field(
         default_factory=list, min_length=1, max_length=MAX_BACKENDS, json_schema_extra=_list_map("name")
     )
     autoscaling_policy: AutoscalingPolicySpec | None = None
@@ -267,18 +284,9 @@ class ModelBoosterSpec(ApiModel):
     model_match: ModelMatch | None = None
     rate_limit: UnsupportedFeature | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_absent(cls, data: Any) -> Any:
-        """A JSON null names no shape (the API server prunes it), rather than an invalid list."""
-        shapes = (backend_shape.SINGLE_FIELD, backend_shape.LIST_FIELD)
-        # `...` for an absent key: only a present null is dropped (this runs on every decode, so no loop).
-        if isinstance(data, dict) and (data.get(shapes[0], ...) is None or data.get(shapes[1], ...) is None):
-            return {key: value for key, value in data.items() if value is not None or key not in shapes}
-        return data
-
     @model_validator(mode="after")
     def _one_list_of_backends(self) -> Self:
+        # `backends: null` decodes as None (`_NullNamesNoShape`), and is replaced here whichever way this goes.
         if (self.backend is None) == (not self.backends):
             raise ValueError(backend_shape.SHAPE_DETAIL)
         if self.backend is not None:

@@ -1,6 +1,7 @@
-"""Numbers and free-form values as decoding takes them: JSON has one number type, so an integral float is an
-integer; a fraction, a boolean or a string is refused with the field's own error, once. These inputs are
-decided in native code or in a Python fallback; either way the result is the one pinned here."""
+"""Values as decoding takes them: JSON has one number type, so an integral float is an integer; a fraction, a
+boolean or a string is refused with the field's own error, once; a config keeps any JSON value; a null backend
+shape is no shape. These inputs are decided in native code or in a Python fallback; either way the result is
+the one pinned here."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from pydantic import Field, TypeAdapter, ValidationError
 
 from shared.api.modelbooster import ModelBooster
+from shared.backend_shape import SHAPE_DETAIL
 from shared.decoding import decode
 from shared.engine import ConfigError, config_object
 from shared.json_values import JsonInteger
@@ -244,3 +246,40 @@ def test_a_config_is_copied_not_shared_with_the_input() -> None:
     config["a"].append(2)
     config["b"]["c"] = 3
     assert decoded.spec.backends[0].workers[0].config == {"a": [1], "b": {"c": 2}}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A null backend shape names no shape
+
+
+def test_a_null_list_beside_a_single_backend_is_no_list() -> None:
+    obj = single_modelbooster(single_backend(replicas=2))
+    obj["spec"]["backends"] = None
+    decoded, errors = decode(ModelBooster, obj)
+    assert errors == []
+    assert decoded is not None
+    assert decoded.spec.backend is not None
+    assert [(b.name, b.min_replicas, b.max_replicas) for b in decoded.spec.backends] == [("a", 2, 2)]
+    assert "backends" not in decoded.to_wire()["spec"]
+
+
+def test_a_null_single_backend_beside_a_list_is_no_single_backend() -> None:
+    obj = modelbooster(backend("x"))
+    obj["spec"]["backend"] = None
+    decoded, errors = decode(ModelBooster, obj)
+    assert errors == []
+    assert decoded is not None
+    assert decoded.spec.backend is None
+    assert [b.name for b in decoded.spec.backends] == ["x"]
+
+
+@pytest.mark.parametrize("spec", [{"backend": None, "backends": None}, {"backends": None}, {"backend": None}, {}])
+def test_null_shapes_alone_are_no_shape(spec: Obj) -> None:
+    obj = modelbooster()
+    obj["spec"] = spec
+    assert _errors(obj) == [f"spec: Invalid value: {json.dumps(spec, sort_keys=True, separators=(',', ':'))}: "
+                            f"{SHAPE_DETAIL}"]  # fmt: skip
+
+
+def test_an_empty_list_is_still_too_short() -> None:
+    assert _errors(modelbooster(backends=[])) == ["spec.backends: Invalid value: 0: should have at least 1 items"]
