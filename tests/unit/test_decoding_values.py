@@ -6,6 +6,8 @@ the one pinned here."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -283,3 +285,57 @@ def test_null_shapes_alone_are_no_shape(spec: Obj) -> None:
 
 def test_an_empty_list_is_still_too_short() -> None:
     assert _errors(modelbooster(backends=[])) == ["spec.backends: Invalid value: 0: should have at least 1 items"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Valid input is decided in native code: a Python validator (pydantic checks a `Field` bound of an optional
+# JsonInteger field in Python, say) would come back unnoticed, since the results would be the same.
+
+
+def _rich_modelbooster() -> Obj:
+    tolerations = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 30}]
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a100"]}]}]
+            }
+        }
+    }
+    resources = {"limits": {"cpu": "8", "nvidia.com/gpu": 1}, "requests": {"memory": "16Gi"}}
+    config = {"max-model-len": 32768, "gpu-memory-utilization": 0.9, "enforce-eager": True, "args": ["-x", None]}
+    workers = [
+        worker(replicas=1, pods=2, resources=resources, config=config, affinity=affinity, tolerations=tolerations)
+    ]
+    env = [{"name": "A", "value": "1"}, {"name": "P", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    first = backend(
+        "a", workers=workers, env=env, scalingCost=10, routeWeight=50, autoscalingPolicy=policy(tolerancePercent=5)
+    )
+    first["scaleToZeroGracePeriod"] = "45s"
+    obj = modelbooster(first, backend("b", minReplicas=0, maxReplicas=3), costExpansionRatePercent=200)
+    obj["spec"]["modelMatch"] = {"headers": {"x-model": {"exact": "m"}}, "body": {"model": "m"}}
+    obj["metadata"].update(labels={"a": "b"}, generation=3, managedFields=[{"manager": "kubectl"}])
+    obj["status"] = {"observedGeneration": 3, "backendCount": 2, "backendStatuses": [{"name": "a", "replicas": 1}]}
+    return obj
+
+
+def test_a_valid_modelbooster_decodes_without_python_validators() -> None:
+    obj = _rich_modelbooster()
+    decode(ModelBooster, obj)  # once before, so that the parsed duration is cached
+    called: list[str] = []
+
+    def record(frame: Any, event: str, _arg: object) -> None:
+        # Durations are checked in Python: their refusals carry Go's wording, which native code cannot give.
+        if event == "call" and not frame.f_code.co_filename.endswith(os.path.join("shared", "durations.py")):
+            called.append(frame.f_code.co_name)
+
+    previous = sys.getprofile()
+    sys.setprofile(record)
+    try:
+        decoded, errors = decode(ModelBooster, obj)
+    finally:
+        sys.setprofile(previous)
+    assert errors == []
+    assert decoded is not None
+    # `decode` itself, and the spec's one model validator (which puts a single backend in the list).
+    assert [name for name in called if name not in ("decode", "_one_list_of_backends")] == []
+    assert called.count("_one_list_of_backends") == 1
