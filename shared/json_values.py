@@ -19,8 +19,9 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 
-def integral(value: object) -> int:
-    """An integral float as the integer it is; anything else is refused (as `int_type`, by the caller)."""
+def integral_float(value: object) -> int:
+    """An integral float as the integer it is; anything else is refused (a union's fallback member: the union
+    reports the refusal in its own words)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     raise ValueError("not an integral number")
@@ -45,7 +46,7 @@ class JsonInteger:
         if declared["type"] != "int":
             raise TypeError(f"JsonInteger applies to an int schema, not to {declared['type']!r}")
         number = core_schema.union_schema(
-            [core_schema.int_schema(strict=True), core_schema.no_info_plain_validator_function(integral)],
+            [core_schema.int_schema(strict=True), core_schema.no_info_plain_validator_function(integral_float)],
             mode="left_to_right",
             # One error, as a strict int gives it: the fallback's own error would only repeat it.
             custom_error_type="int_type",

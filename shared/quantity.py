@@ -10,6 +10,8 @@ from typing import Annotated, Any
 from pydantic import GetCoreSchemaHandler, GetPydanticSchema, StrictInt, StrictStr, WithJsonSchema
 from pydantic_core import core_schema
 
+from shared.json_values import integral_float
+
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
@@ -57,16 +59,6 @@ def quantity_value(value: int | float | str) -> Decimal:
 
 
 _TYPE_MESSAGE = "quantities must be an integer or a string such as '500m' or '2Gi'"
-
-
-def _integral_quantity(value: object) -> int:
-    """What reaches Python: an integral JSON float is the integer it stands for; nothing else (booleans,
-    fractions: `0.5` must be written as the string `"500m"` or `"0.5"`) is a quantity."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise ValueError(_TYPE_MESSAGE)
-
-
 _PATTERN_MESSAGE = f"quantities must match the regular expression '{QUANTITY_PATTERN}'"
 # The same language for pydantic-core's regular expressions, whose `$` matches only at the very end: Python's
 # (which `check_quantity` uses) also matches before a final newline.
@@ -74,13 +66,16 @@ _NATIVE_PATTERN = QUANTITY_PATTERN.removesuffix("$") + r"\n?$"
 
 
 def _quantity_schema(_source: Any, _handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-    """Strings and integers are decided in native code, other numbers in `_integral_quantity`; each refusal is
-    one error with `check_quantity`'s reason. Decoding a ModelBooster checks one quantity per resource limit
-    and request, and every admission request decodes one: in Python, they cost a quarter of the decoding."""
+    """Strings and integers are decided in native code; other numbers reach Python, where an integral float
+    (`2.0`) is the integer it stands for and nothing else (a boolean, a fraction: `0.5` must be written as
+    `"500m"` or `"0.5"`) is a quantity. Each refusal is one error with `check_quantity`'s reason.
+
+    Decoding a ModelBooster checks one quantity per resource limit and request, and every admission request
+    decodes one: decided in Python, they cost a quarter of the decoding."""
     string = core_schema.str_schema(strict=True)
     integer = core_schema.int_schema(strict=True)
     kind = core_schema.union_schema(
-        [string, integer, core_schema.no_info_plain_validator_function(_integral_quantity)],
+        [string, integer, core_schema.no_info_plain_validator_function(integral_float)],
         mode="left_to_right",
         custom_error_type="value_error",
         custom_error_context={"error": _TYPE_MESSAGE},
