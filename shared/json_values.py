@@ -6,17 +6,22 @@ worker: a Python call per value (a validator, a union's discriminator) was a goo
 - `JsonInteger`: `3.0` (or YAML's `1e6`) is an integer to the API server, so it is to us. Booleans, fractions
   and strings are not integers, and are refused as `int_type` with the input as given. Only numbers other
   than ints reach Python.
-- `AnyJson`: any JSON value, as pydantic's `JsonValue` takes it, without its Python discriminator.
+- `AnyJson`: any JSON value, as pydantic's `JsonValue` takes it, without its Python discriminator. It refuses a
+  value once, as a whole (`NOT_JSON`); `not_json_details` has `JsonValue` say where and why.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, JsonValue
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, JsonValue, TypeAdapter, ValidationError
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic_core import ErrorDetails, core_schema
+
+# The error type AnyJson refuses a value with, JsonValue's own.
+NOT_JSON: Final = "invalid-json-value"
 
 
 def integral_float(value: object) -> int:
@@ -76,9 +81,10 @@ class _AnyJson:
         """Each JSON kind is tried in turn, most common first (an object at the top, a string within) and an
         int before a float, which would take it too: a union member that fails costs about as much as one that
         succeeds. Containers are copied, as `JsonValue` copies them. A value JSON cannot hold (only a Python
-        caller can pass one) is refused as `JsonValue` refuses it, but once, for the whole value."""
+        caller can pass one) or nested past pydantic-core's depth limit is refused once, for the whole value:
+        `not_json_details` says where and why."""
         refused: dict[str, Any] = {
-            "custom_error_type": "invalid-json-value",
+            "custom_error_type": NOT_JSON,
             "custom_error_message": "input was not a valid JSON value",
         }
         value = core_schema.definition_reference_schema(_REF)
@@ -122,3 +128,19 @@ if TYPE_CHECKING:
     AnyJson = JsonValue
 else:
     AnyJson = _AnyJson
+
+
+def not_json_details(value: object) -> list[ErrorDetails]:
+    """Where and why `JsonValue` refuses a value that AnyJson refused (relative to the value; empty if it
+    takes it). Its errors are those of the refused value's every bad part: for errors only, it runs the Python
+    discriminator for every value."""
+    try:
+        _json_value().validate_python(value)
+    except ValidationError as error:
+        return error.errors(include_url=False)
+    return []
+
+
+@functools.cache
+def _json_value() -> TypeAdapter[JsonValue]:
+    return TypeAdapter(JsonValue)

@@ -233,11 +233,36 @@ def test_an_object_config_or_none_is_kept_as_written(config: object) -> None:
     assert config_object(kept) == config
 
 
-def test_a_value_json_cannot_hold_is_refused_in_a_config() -> None:
-    # Only a Python caller can pass one (YAML and JSON readers give JSON values): refused, not kept.
-    [line] = _errors(modelbooster(backend(workers=[worker(config={"a": {"b": ...}})])))
-    assert line.startswith("spec.backends[0].workers[0].config")
-    assert line.endswith("input was not a valid JSON value")
+def _nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+CONFIG_PATH = "spec.backends[0].workers[0].config"
+
+
+@pytest.mark.parametrize(
+    ("config", "path", "detail", "value"),
+    [
+        # Only a Python caller can pass a value JSON cannot hold (the YAML and JSON readers give JSON values).
+        # Paths as before native decoding, union tags and all: refusals are explained by pydantic's JsonValue.
+        ({"a": {"b": ...}}, f"{CONFIG_PATH}.dict", "input was not a valid JSON value", ...),
+        ([1, {"x": ...}], f"{CONFIG_PATH}.list", "input was not a valid JSON value", ...),
+        (..., CONFIG_PATH, "input was not a valid JSON value", ...),
+        # Deeper than pydantic-core validates: the webhook's and the YAML reader's depth bounds come first.
+        (_nested(300), f"{CONFIG_PATH}.dict", "Recursion error - maximum validation depth exceeded", None),
+    ],
+)
+def test_a_config_json_cannot_hold_is_refused_where_and_why(
+    config: object, path: str, detail: str, value: object
+) -> None:
+    decoded, errors = decode(ModelBooster, modelbooster(backend(workers=[worker(config=config)])))
+    assert decoded is None
+    assert [(error.path, error.detail) for error in errors] == [(path, detail)]
+    if value is not None:
+        assert errors[0].value is value
 
 
 def test_a_config_is_copied_not_shared_with_the_input() -> None:
