@@ -9,13 +9,14 @@ the location so that object fields print as `.field`, map keys as `[key]` (apima
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence, Sized
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from shared.errors import ROOT_PATH, FieldError
+from shared.json_values import NOT_JSON, not_json_details
 from shared.schema import structural_schema
 
 M = TypeVar("M", bound=BaseModel)
@@ -42,7 +43,8 @@ def decode(model: type[M], obj: Mapping[str, Any], *, limit: int | None = None) 
     """The model, or None with the field errors that explain why the object does not decode (the first
     `limit` of them, when given)."""
     try:
-        return model.model_validate(obj), []
+        # The validator itself: `model_validate`'s own argument handling costs as much as decoding a small model.
+        return model.__pydantic_validator__.validate_python(obj), []
     except ValidationError as error:
         return None, field_errors(error, model=model, limit=limit)
 
@@ -51,7 +53,7 @@ def field_errors(error: ValidationError, *, model: type[BaseModel], limit: int |
     schema = structural_schema(model)
     result: list[FieldError] = []
     seen: set[str] = set()
-    for detail in error.errors(include_url=False):
+    for detail in _explained(error.errors(include_url=False)):
         if limit is not None and len(result) >= limit:
             break  # rendering a location is what costs; a hostile object can hold tens of thousands
         path, node = render_location(detail["loc"], schema)
@@ -63,6 +65,17 @@ def field_errors(error: ValidationError, *, model: type[BaseModel], limit: int |
             found = _with_suggestion(found, loc=detail["loc"], schema=schema)
         result.append(found)
     return result
+
+
+def _explained(details: Iterable[ErrorDetails]) -> Iterator[ErrorDetails]:
+    """The errors, where a free-form value refused as a whole (shared/json_values.py `AnyJson`) is replaced by
+    the errors that say where in it, and why."""
+    for detail in details:
+        if detail["type"] != NOT_JSON:
+            yield detail
+            continue
+        for inner in not_json_details(detail.get("input")) or [{**detail, "loc": ()}]:
+            yield cast(ErrorDetails, {**inner, "loc": (*detail["loc"], *inner["loc"])})
 
 
 def _with_suggestion(error: FieldError, *, loc: Sequence[int | str], schema: Mapping[str, Any]) -> FieldError:

@@ -9,23 +9,26 @@ admission and are rejected with a message, instead of being silently pruned.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal, Self
+from typing import Annotated, Any, Final, Literal, Self, cast
 
 from kubernetes.client import V1Affinity, V1EnvFromSource, V1EnvVar, V1Toleration
 from pydantic import (
-    BeforeValidator,
     ConfigDict,
     Field,
-    JsonValue,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 from shared import backend_shape
 from shared.api.base import ApiModel, Condition, ObjectMeta
 from shared.constants import DNS1123_LABEL_PATTERN, MAX_BACKENDS, MAX_REPLICAS
 from shared.durations import GoDuration
+from shared.json_values import AnyJson, JsonInteger
 from shared.quantity import Quantity
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
@@ -61,17 +64,14 @@ DEFAULT_COST_EXPANSION_RATE_PERCENT = 200
 DnsLabel = Annotated[str, Field(pattern=DNS1123_LABEL_PATTERN)]
 
 
-def _integral(value: object) -> object:
-    """JSON has one number type: `3.0` (or YAML's `1e6`) is an integer to the API server, so it is to us."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-Int32 = Annotated[int, Field(json_schema_extra={"format": "int32"}), BeforeValidator(_integral)]
-Replicas = Annotated[
-    int, Field(ge=0, le=MAX_REPLICAS, json_schema_extra={"format": "int32"}), BeforeValidator(_integral)
-]
+_INT32: Final = {"format": "int32"}
+Int32 = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger()]
+Replicas = Annotated[int, Field(ge=0, le=MAX_REPLICAS, json_schema_extra=_INT32), JsonInteger()]
+# An optional integer is given its bounds by JsonInteger: pydantic checks the `Field` bounds of an optional
+# field in Python, on every decode.
+Percent = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger(ge=0, le=100)]
+NonNegativeInt32 = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger(ge=0)]
+ExpansionPercent = Annotated[int, Field(json_schema_extra=_INT32), JsonInteger(ge=0, le=1000)]
 # A declared-but-unsupported feature: any JSON object, kept so admission can reject it by name.
 UnsupportedFeature = Annotated[dict[str, Any], Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})]
 
@@ -142,9 +142,7 @@ class AutoscalingPolicySpec(ApiModel):
 
     model_config = ConfigDict(json_schema_extra=cel_rules(AUTOSCALING_UNSUPPORTED))
 
-    tolerance_percent: Int32 | None = Field(
-        default=None, ge=0, le=100, json_schema_extra=_default(DEFAULT_TOLERANCE_PERCENT)
-    )
+    tolerance_percent: Percent | None = Field(default=None, json_schema_extra=_default(DEFAULT_TOLERANCE_PERCENT))
     metrics: list[AutoscalingMetric] = Field(min_length=1)
     behavior: UnsupportedBehavior | None = None
 
@@ -166,7 +164,7 @@ class ModelWorker(ApiModel):
     tolerations: list[V1Toleration] | None = Field(default=None, json_schema_extra=_ATOMIC)
     # Engine arguments. Decoded as any JSON so that validation can name a non-object config precisely;
     # the CRD declares it an object whose keys are free.
-    config: JsonValue = Field(
+    config: AnyJson = Field(
         default=None, json_schema_extra={"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     )
     network_topology: UnsupportedFeature | None = None
@@ -189,8 +187,8 @@ class _Source(ApiModel):
 class _Scaling(ApiModel):  # v0.1.0 only
     min_replicas: Replicas
     max_replicas: Int32 = Field(ge=1, le=MAX_REPLICAS)
-    scaling_cost: Int32 | None = Field(default=None, ge=0)
-    route_weight: Int32 | None = Field(default=None, ge=0, le=100, json_schema_extra=_default(DEFAULT_ROUTE_WEIGHT))
+    scaling_cost: NonNegativeInt32 | None = None
+    route_weight: Percent | None = Field(default=None, json_schema_extra=_default(DEFAULT_ROUTE_WEIGHT))
     scale_to_zero_grace_period: GoDuration | None = None
 
 
@@ -253,6 +251,19 @@ def _spec_rules() -> dict[str, Any]:
     return rules
 
 
+class _NullNamesNoShape:
+    """A JSON null names no backend shape (the API server prunes it), rather than an invalid list: the field
+    takes None, in native code, which `ModelBoosterSpec` replaces. (`backend` is optional, so null is None.)"""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.nullable_schema(handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(cast(core_schema.NullableSchema, schema)["schema"])  # the list's: absence is not a value
+
+
 class ModelBoosterSpec(ApiModel):
     # Exactly one of `backend` and `backends` is given (shared/backend_shape.py). Once decoded, `backends`
     # holds every backend whichever was given: the single backend in its internal form (`as_backend`), so
@@ -265,26 +276,17 @@ class ModelBoosterSpec(ApiModel):
     owner: str | None = None
     backend: SingleBackend | None = None
     # At most 16: every backend is a target of the ModelRoute's default rule, which holds 16 at most.
-    backends: list[ModelBackend] = Field(
+    backends: Annotated[list[ModelBackend], _NullNamesNoShape()] = Field(
         default_factory=list, min_length=1, max_length=MAX_BACKENDS, json_schema_extra=_list_map("name")
     )
     autoscaling_policy: AutoscalingPolicySpec | None = None
-    cost_expansion_rate_percent: Int32 | None = Field(default=None, ge=0, le=1000)
+    cost_expansion_rate_percent: ExpansionPercent | None = None
     model_match: ModelMatch | None = None
     rate_limit: UnsupportedFeature | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_absent(cls, data: Any) -> Any:
-        """A JSON null names no shape (the API server prunes it), rather than an invalid list."""
-        shapes = (backend_shape.SINGLE_FIELD, backend_shape.LIST_FIELD)
-        # `...` for an absent key: only a present null is dropped (this runs on every decode, so no loop).
-        if isinstance(data, dict) and (data.get(shapes[0], ...) is None or data.get(shapes[1], ...) is None):
-            return {key: value for key, value in data.items() if value is not None or key not in shapes}
-        return data
-
     @model_validator(mode="after")
     def _one_list_of_backends(self) -> Self:
+        # `backends: null` decodes as None (`_NullNamesNoShape`), and is replaced here whichever way this goes.
         if (self.backend is None) == (not self.backends):
             raise ValueError(backend_shape.SHAPE_DETAIL)
         if self.backend is not None:
@@ -312,11 +314,11 @@ class BackendStatus(ApiModel):
 class ModelBoosterStatus(ApiModel):
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=_list_map("type"))
     backend_statuses: list[BackendStatus] | None = Field(default=None, json_schema_extra=_ATOMIC)
-    observed_generation: Annotated[int, BeforeValidator(_integral)] | None = Field(
+    observed_generation: Annotated[int, JsonInteger()] | None = Field(
         default=None, json_schema_extra={"format": "int64"}
     )
     # Our addition: the number of backends, for the `Backends` printer column (JSONPath cannot count).
-    backend_count: Int32 | None = Field(default=None, ge=0)
+    backend_count: NonNegativeInt32 | None = None
 
 
 class ModelBooster(ApiModel):
