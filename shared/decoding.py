@@ -44,7 +44,9 @@ def decode(model: type[M], obj: Mapping[str, Any], *, limit: int | None = None) 
     `limit` of them, when given)."""
     try:
         # The validator itself: `model_validate`'s own argument handling costs as much as decoding a small model.
-        return model.__pydantic_validator__.validate_python(obj), []
+        # Wire names only: Python code builds models by field name, but `min_replicas` in a manifest is a field
+        # the API server does not know (it prunes or refuses it), not `minReplicas`.
+        return model.__pydantic_validator__.validate_python(obj, by_alias=True, by_name=False), []
     except ValidationError as error:
         return None, field_errors(error, model=model, limit=limit)
 

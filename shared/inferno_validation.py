@@ -83,7 +83,8 @@ def parse_inferno_object(obj: Mapping[str, Any]) -> InfernoObject:
             [InfernoIssue(kind=str(kind), name=name, path="kind", message=f"not an Inferno kind; known: {known}")]
         )
     try:
-        parsed = _MODELS_BY_KIND[kind].model_validate(obj)
+        # Wire names only, as shared/decoding.py decodes: a snake_case key is unknown to the API server.
+        parsed = _MODELS_BY_KIND[kind].model_validate(obj, by_alias=True, by_name=False)
     except ValidationError as error:
         raise InfernoObjectError(issues_from_validation_error(kind=kind, name=name, error=error)) from None
     return cast(InfernoObject, parsed)

@@ -105,6 +105,17 @@ def test_too_long_spec_name() -> None:
     assert lines(obj) == ["spec.name: Too long: may not be more than 64 characters"]
 
 
+def test_a_field_by_its_python_name_is_unknown_on_the_wire() -> None:
+    # Python code builds models by field name; a manifest naming `min_replicas` names no field the API
+    # server knows, so it must not stand in for `minReplicas` (it did, before decoding asked for wire names).
+    spec_backend = backend()
+    spec_backend["min_replicas"] = spec_backend.pop("minReplicas")
+    assert lines(modelbooster(spec_backend)) == [
+        "spec.backends[0].minReplicas: Required value",
+        'spec.backends[0].min_replicas: Forbidden: field not declared in schema; did you mean "minReplicas"?',
+    ]
+
+
 def test_several_decode_errors_are_all_reported_once_each() -> None:
     obj = modelbooster(backend(minReplicas="x", maxReplicas="y", workers=[worker(replicas="z")]))
     assert lines(obj) == [

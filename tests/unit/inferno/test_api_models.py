@@ -49,6 +49,13 @@ def test_constants_and_kinds() -> None:
         assert model.model_fields["kind"].default == kind
 
 
+def test_a_field_by_its_python_name_is_unknown_on_the_wire() -> None:
+    found = issues(accelerator(mem_size=80))
+    assert len(found) == 1, found
+    assert "mem_size" in found[0]
+    assert isinstance(parse_inferno_object(accelerator(memSize=80)), api.Accelerator)
+
+
 def test_accelerator_defaults_and_wire_form() -> None:
     parsed = parse_inferno_object(accelerator(memSize=80, power={"idle": 1, "full": 3, "midPower": 2, "midUtil": 0.5}))
     assert isinstance(parsed, api.Accelerator)
