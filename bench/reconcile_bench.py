@@ -545,10 +545,12 @@ def load_average() -> list[float]:
 
 
 def ratio(rate: float, raws: list[dict[str, float]]) -> dict[str, Any]:
-    """`rate` over the mean of the raw runs around it."""
+    """`rate` over the mean of the raw runs around it; over each one alone too, which shows how far the machine's
+    load moved the raw rate meanwhile (how uncertain the ratio is)."""
     raw = sum(entry["writes_per_second"] for entry in raws) / len(raws)
     return {"ratio": round(rate / raw, 3), "raw_writes_per_second": round(raw, 1),
-            "raw_writes_per_second_before_after": [round(entry["writes_per_second"], 1) for entry in raws]}  # fmt: skip
+            "raw_writes_per_second_before_after": [round(entry["writes_per_second"], 1) for entry in raws],
+            "ratio_to_raw_before_after": [round(rate / entry["writes_per_second"], 3) for entry in raws]}  # fmt: skip
 
 
 async def rate_phase(
@@ -569,9 +571,14 @@ async def rate_phase(
                                 within=args.timeout)  # fmt: skip
     raw_after = await raw_writes(where, boosters=args.raw_boosters, concurrency=args.raw_concurrency,
                                  namespace=raw_after_ns)  # fmt: skip
+    server_raw = (raw_before["server_cpu_ms_per_write"] + raw_after["server_cpu_ms_per_write"]) / 2
     figures = {**measured, **ratio(measured["writes_per_second"], [raw_before, raw_after]),
-               "server_cpu_ms_per_raw_write": round((raw_before["server_cpu_ms_per_write"]
-                                                     + raw_after["server_cpu_ms_per_write"]) / 2, 2),
+               "server_cpu_ms_per_raw_write_before_after": [round(raw_before["server_cpu_ms_per_write"], 2),
+                                                            round(raw_after["server_cpu_ms_per_write"], 2)],
+               # The API server's CPU per raw write over that per reconciler write: what the ratio would be with
+               # the server alone the bottleneck, whatever else the machine runs (the fake only: its CPU is read).
+               "server_cpu_ratio": None if where.cluster
+               else round(server_raw / measured["server_cpu_ms_per_reconciler_write"], 3),
                "load_average_before_after": [load_at_start, load_average()]}  # fmt: skip
     print(f"  ratio {figures['ratio']} (raw before/after {figures['raw_writes_per_second_before_after']}, load "
           f"{figures['load_average_before_after']})", flush=True)  # fmt: skip
@@ -731,8 +738,10 @@ def report(figures: dict[str, Any]) -> None:
     for entry in figures["throughput"]:
         old = entry["creates_concurrent"]
         print(f"  {entry['workers']} workers: {entry['writes_per_second']} writes/s against raw "
-              f"{entry['raw_writes_per_second_before_after']} (load {entry['load_average_before_after'][0][0]} -> "
-              f"{entry['load_average_before_after'][1][0]}); not the goal's figure: while the benchmark creates "
+              f"{entry['raw_writes_per_second_before_after']} (ratio to each alone "
+              f"{entry['ratio_to_raw_before_after']}; load {entry['load_average_before_after'][0][0]} -> "
+              f"{entry['load_average_before_after'][1][0]}; server CPU per raw write over that per reconciler "
+              f"write {entry['server_cpu_ratio']}); not the goal's figure: while the benchmark creates "
               f"concurrently {old['reconciler_writes_per_second']} writes/s, ratio {old['ratio']} against raw "
               f"{old['raw_writes_per_second_before_after']}")  # fmt: skip
     print(f"restart: ready after {figures['restart']['seconds_to_ready']}s, first pass done after "
