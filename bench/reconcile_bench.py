@@ -56,6 +56,7 @@ import asyncio
 import contextlib
 import copy
 import json
+import math
 import os
 import platform
 import re
@@ -575,8 +576,9 @@ async def rate_phase(
     figures = {**measured, **ratio(measured["writes_per_second"], [raw_before, raw_after]),
                "server_cpu_ms_per_raw_write_before_after": [round(raw_before["server_cpu_ms_per_write"], 2),
                                                             round(raw_after["server_cpu_ms_per_write"], 2)],
-               # The API server's CPU per raw write over that per reconciler write: what the ratio would be with
-               # the server alone the bottleneck, whatever else the machine runs (the fake only: its CPU is read).
+               # The API server's CPU per raw write over that per reconciler write: about what the ratio is when
+               # the server alone is the bottleneck (the fake only: its CPU is read). The machine's load moves it
+               # less than the rates, but moves it: a core shared with other work does less per CPU second.
                "server_cpu_ratio": None if where.cluster
                else round(server_raw / measured["server_cpu_ms_per_reconciler_write"], 3),
                "load_average_before_after": [load_at_start, load_average()]}  # fmt: skip
@@ -750,6 +752,17 @@ def report(figures: dict[str, Any]) -> None:
           f"{figures['restart']['rss_per_booster_kb']} KB restarted")  # fmt: skip
 
 
+def json_safe(value: Any) -> Any:
+    """NaN (the API server's CPU on a cluster, which is not read) as null: JSON has no NaN."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def workers_list(text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
@@ -791,7 +804,7 @@ def main() -> int:
         parser.error("--boosters, --sweep-boosters and --raw-boosters must be >= 1")
     args.load_at_start = [round(value, 2) for value in os.getloadavg()]
     try:
-        figures = asyncio.run(run_dumpable(args))
+        figures = json_safe(asyncio.run(run_dumpable(args)))
     except (ApiError, BenchError) as error:
         print(f"reconcile_bench: {error}", file=sys.stderr)
         return 1
