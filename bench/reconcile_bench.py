@@ -532,7 +532,7 @@ async def write_rate(
         }
     finally:
         waiter.cancel()
-        with contextlib.suppress(asyncio.CancelledError, BenchError):
+        with contextlib.suppress(asyncio.CancelledError, BenchError, ApiError):  # the first error is the one to tell
             await waiter
         reconciler.stop()
     print(f"write rate ({workers} workers, {count} ModelBoosters waiting): {figures['writes']} writes in "
