@@ -27,10 +27,14 @@ from shared.api.modelbooster import (
 
 @dataclass
 class Defaulted:
-    """A defaulted deep copy of the object, and notes for the user (admission warnings)."""
+    """A defaulted deep copy of the object, the RFC 6902 ops that turn the object into it, and notes for the
+    user (admission warnings)."""
 
     obj: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # Recorded as each default is set: the mutating webhook's patch is what defaulting did, not a diff of
+    # before and after (diffing took ten times as long as defaulting, and a general JSON diff can be wrong).
+    ops: list[dict[str, Any]] = field(default_factory=list)
 
 
 def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
@@ -39,62 +43,67 @@ def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
     if not isinstance(spec, dict):
         return result
     model_level = spec.get("autoscalingPolicy") is not None
-    _default_policy(spec.get("autoscalingPolicy"))
+    _default_policy(spec.get("autoscalingPolicy"), at="/spec/autoscalingPolicy", into=result)
     if model_level:
-        _set_absent(spec, "costExpansionRatePercent", DEFAULT_COST_EXPANSION_RATE_PERCENT)
+        _set_absent(spec, "costExpansionRatePercent", DEFAULT_COST_EXPANSION_RATE_PERCENT, at="/spec", into=result)
     backends = spec.get("backends")
     if isinstance(backends, list):
         for index, backend in enumerate(backends):
             if isinstance(backend, dict):
-                _default_backend(backend, path=f"spec.backends[{index}]", model_level=model_level, into=result)
+                _default_backend(backend, index=index, model_level=model_level, into=result)
     single = spec.get("backend")
     if isinstance(single, dict):
         # Kthena v1.0's backend: its scheduler and its workers (docs/design/api.md §8).
-        _set_absent(single, "schedulerName", DEFAULT_SINGLE_BACKEND_SCHEDULER)
-        _default_workers(single, path="spec.backend", into=result)
+        _set_absent(single, "schedulerName", DEFAULT_SINGLE_BACKEND_SCHEDULER, at="/spec/backend", into=result)
+        _default_workers(single, path="spec.backend", at="/spec/backend", into=result)
     return result
 
 
-def _default_backend(backend: dict[str, Any], *, path: str, model_level: bool, into: Defaulted) -> None:
-    _set_absent(backend, "routeWeight", DEFAULT_ROUTE_WEIGHT)
+def _default_backend(backend: dict[str, Any], *, index: int, model_level: bool, into: Defaulted) -> None:
+    at = f"/spec/backends/{index}"
+    _set_absent(backend, "routeWeight", DEFAULT_ROUTE_WEIGHT, at=at, into=into)
     if model_level:
-        _set_absent(backend, "scaleToZeroGracePeriod", DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD)
-    _default_policy(backend.get("autoscalingPolicy"))
-    _default_workers(backend, path=path, into=into)
+        _set_absent(backend, "scaleToZeroGracePeriod", DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD, at=at, into=into)
+    _default_policy(backend.get("autoscalingPolicy"), at=f"{at}/autoscalingPolicy", into=into)
+    _default_workers(backend, path=f"spec.backends[{index}]", at=at, into=into)
 
 
-def _default_workers(backend: dict[str, Any], *, path: str, into: Defaulted) -> None:
+def _default_workers(backend: dict[str, Any], *, path: str, at: str, into: Defaulted) -> None:
     workers = backend.get("workers")
     if not isinstance(workers, list):
         return
     for index, worker in enumerate(workers):
         if isinstance(worker, dict):
-            _default_worker(worker, path=f"{path}.workers[{index}]", into=into)
+            _default_worker(worker, path=f"{path}.workers[{index}]", at=f"{at}/workers/{index}", into=into)
 
 
-def _default_worker(worker: dict[str, Any], *, path: str, into: Defaulted) -> None:
-    _set_absent(worker, "type", DEFAULT_WORKER_TYPE)
+def _default_worker(worker: dict[str, Any], *, path: str, at: str, into: Defaulted) -> None:
+    _set_absent(worker, "type", DEFAULT_WORKER_TYPE, at=at, into=into)
     # An explicit `replicas: 0` is kept: a role with no replicas is a legitimate (if idle) choice.
-    _set_absent(worker, "replicas", DEFAULT_WORKER_REPLICAS)
-    _set_absent(worker, "pods", DEFAULT_WORKER_PODS)
+    _set_absent(worker, "replicas", DEFAULT_WORKER_REPLICAS, at=at, into=into)
+    _set_absent(worker, "pods", DEFAULT_WORKER_PODS, at=at, into=into)
     pods = worker["pods"]
     if isinstance(pods, (int, float)) and not isinstance(pods, bool) and pods == 0:
         # A role instance always has its entry pod; 0 made the reference emit `workerReplicas: -1`.
         worker["pods"] = DEFAULT_WORKER_PODS
+        into.ops.append({"op": "replace", "path": f"{at}/pods", "value": DEFAULT_WORKER_PODS})
         into.warnings.append(
             f"{path}.pods: 0 is not a valid pod count (every replica has at least its entry pod); "
             f"set to {DEFAULT_WORKER_PODS}"
         )
 
 
-def _default_policy(policy: object) -> None:
+def _default_policy(policy: object, *, at: str, into: Defaulted) -> None:
     if isinstance(policy, dict):
-        _set_absent(policy, "tolerancePercent", DEFAULT_TOLERANCE_PERCENT)
+        _set_absent(policy, "tolerancePercent", DEFAULT_TOLERANCE_PERCENT, at=at, into=into)
 
 
-def _set_absent(target: dict[str, Any], key: str, value: object) -> None:
-    """Set a field that is absent; an explicit JSON null counts as absent (the API server prunes it)."""
+def _set_absent(target: dict[str, Any], key: str, value: object, *, at: str, into: Defaulted) -> None:
+    """Set a field that is absent; an explicit JSON null counts as absent (the API server prunes it).
+
+    `at` is the JSON Pointer of `target` in the object; the keys set here need no escaping."""
     if target.get(key) is None:
+        into.ops.append({"op": "replace" if key in target else "add", "path": f"{at}/{key}", "value": value})
         target[key] = value
 
 

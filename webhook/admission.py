@@ -16,7 +16,7 @@ from shared.defaults import apply_defaults
 from shared.errors import FieldError, denial_lines, denial_message
 from shared.ratchet import Ratcheted, carried_warnings, same_json
 from shared.validation import validate_modelbooster, validate_update
-from webhook.patch import encode_patch, make_patch
+from webhook.patch import encode_patch
 from webhook.shape import excess
 
 log = logging.getLogger(__name__)
@@ -281,13 +281,12 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
         if _spec_unchanged(request):
             return _allowed(request)
         defaulted = apply_defaults(obj)
-        ops = make_patch(obj, defaulted.obj)
     except RecursionError:
         return _too_deep(request)
     except Exception:
         return _internal(request, "applying defaults")
     response = _allowed(request)
-    response["patch"] = encode_patch(ops)
+    response["patch"] = encode_patch(defaulted.ops)
     response["patchType"] = "JSONPatch"
     if defaulted.warnings:
         response["warnings"] = _shown_warnings(defaulted.warnings)

@@ -140,18 +140,18 @@ async def test_the_patch_is_the_same_every_time(webhook: Webhook) -> None:
     patches = {(await webhook.admit(MUTATE_PATH, review(operation="CREATE", obj=obj)))["patch"] for _ in range(5)}
     assert len(patches) == 1
     ops = json.loads(base64.b64decode(patches.pop()))
-    # Path order: backend 0 before backend 1, and within a backend its fields in name order.
+    # Defaulting's own order: backend 0 before backend 1, within a backend its fields before its workers'.
     assert [op["path"] for op in ops] == [
         "/spec/backends/0/routeWeight",
         "/spec/backends/0/scaleToZeroGracePeriod",
-        "/spec/backends/0/workers/0/pods",
-        "/spec/backends/0/workers/0/replicas",
         "/spec/backends/0/workers/0/type",
+        "/spec/backends/0/workers/0/replicas",
+        "/spec/backends/0/workers/0/pods",
         "/spec/backends/1/routeWeight",
         "/spec/backends/1/scaleToZeroGracePeriod",
-        "/spec/backends/1/workers/0/pods",
-        "/spec/backends/1/workers/0/replicas",
         "/spec/backends/1/workers/0/type",
+        "/spec/backends/1/workers/0/replicas",
+        "/spec/backends/1/workers/0/pods",
     ]
 
 
