@@ -22,6 +22,7 @@ from typing import Final
 from aiohttp import web
 
 from certs.reload import TLS_VERSIONS, CertificateReloader, watching
+from process.jsontext import MalformedJson, encode_json, parse_json
 from process.listener import make_listener_app
 from webhook.admission import (
     AdmissionRequest,
@@ -36,7 +37,6 @@ from webhook.admission import (
 )
 from webhook.body import RETRY_AFTER_SECONDS, BodyRefused, ClientGone, read_body
 from webhook.budget import BodyBudget
-from webhook.jsontext import MalformedJson, encode_json, parse_json
 from webhook.memory import Allocator, Trimmer
 from webhook.metrics import PathMetrics, WebhookMetrics
 from webhook.settings import Settings

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+from aiohttp import web
 
-from reconciler.runtime.client import ApiError, KubeClient, decode_json, encode_json
+from process.jsontext import encode_json, parse_json
+from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import CONFIG_MAP
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS
@@ -90,11 +93,34 @@ async def test_watch_from_an_expired_version_is_gone(client: KubeClient, fake: F
     ],
 )
 def test_decoding_gives_what_the_json_module_gives(text: bytes) -> None:
-    assert decode_json(text) == json.loads(text)
+    assert parse_json(text) == json.loads(text)
 
 
 def test_undecodable_text_is_a_value_error_and_bodies_round_trip() -> None:
     with pytest.raises(ValueError, match="Expecting value"):  # the json module's words
-        decode_json(b'{"a":')
+        parse_json(b'{"a":')
     body = {"metadata": {"name": "é"}, "spec": {"replicas": 2, "ratio": 0.1, "list": [None, False, {"k": "v"}]}}
     assert json.loads(encode_json(body)) == body
+
+
+@pytest.mark.parametrize("line", [b"[1]\n", b'"text"\n', b'{"type":"ADDED","object":[]}\n'])
+async def test_a_watch_line_that_is_no_event_object_is_an_api_error(
+    aiohttp_server: Any, line: bytes
+) -> None:
+    async def stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(line)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/ns/configmaps", stream)
+    server = await aiohttp_server(app)
+    api = KubeClient.for_url(str(server.make_url("")))
+    try:
+        with pytest.raises(ApiError) as failure:
+            async for _event in api.watch(CONFIG_MAP, namespace="ns", resource_version="1", timeout_seconds=1):
+                pass
+        assert failure.value.reason == "BadWatchEvent"
+    finally:
+        await api.close()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.jsontext import MalformedJson, encode_json, parse_json
+from process.jsontext import MalformedJson, encode_json, parse_json
 
 JSON_VALUES = st.recursive(
     st.none()
