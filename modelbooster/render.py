@@ -29,7 +29,7 @@ from reconciler.modelbooster.synthesis import (
 )
 from shared.defaults import apply_defaults
 from shared.errors import ValidationFailed
-from shared.validation import parse_modelbooster
+from shared.validation import parse_defaulted
 
 EXIT_RENDERED = 0
 EXIT_INVALID = 1
@@ -96,10 +96,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _render_one(document: dict[str, Any], *, settings: SynthesisSettings, label: str) -> list[dict[str, Any]]:
     prefix = f"{label}: " if label else ""
-    for warning in apply_defaults(document).warnings:
+    defaulted = apply_defaults(document)
+    for warning in defaulted.warnings:
         print(f"Warning: {prefix}{warning}", file=sys.stderr)
     try:
-        booster = parse_modelbooster(document)
+        booster = parse_defaulted(defaulted.obj)
     except ValidationFailed as error:
         raise _RenderFailed(f"{label}:\n{error}" if label else str(error)) from None
     try:

@@ -124,8 +124,13 @@ def parse_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None 
     This is the one entry point for synthesis: the model it returns is defaulted and valid. Nothing is
     carried over here: an object that still holds a value no rule admits is not synthesized.
     """
-    defaulted = _normalised(apply_defaults(obj).obj)
-    model, errors = _state_errors(defaulted)
+    return parse_defaulted(apply_defaults(obj).obj, old=old)
+
+
+def parse_defaulted(defaulted_obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> ModelBooster:
+    """`parse_modelbooster` of an object `apply_defaults` has defaulted already (for callers that also need the
+    defaulting's warnings: one defaulted copy instead of two)."""
+    model, errors = _state_errors(_normalised(defaulted_obj))
     if model is not None and old is not None:
         errors.extend(_update_errors(model, _normalised(apply_defaults(old).obj)))
     if model is None or errors:
