@@ -28,6 +28,7 @@ from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, p
 from reconciler.modelbooster.settings import DynamicSettings
 from reconciler.modelbooster.status import (
     REASON_ABNORMAL,
+    REASON_CHILD_TERMINATING,
     REASON_INVALID,
     REASON_LORA,
     REASON_NOT_OWNED,
@@ -41,12 +42,14 @@ from reconciler.modelbooster.synthesis import SynthesisError, autoscaled_backend
 from reconciler.runtime.apply import (
     REPLICAS_PATH,
     ChildOutcome,
+    ChildTerminating,
     Desired,
     NotControlledError,
     delete_child,
     ensure_child,
     is_controlled_by,
 )
+from reconciler.runtime.blockers import BlockerWatches
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.conditions import condition_status, rfc3339_now, status_differs
 from reconciler.runtime.controller import (
@@ -60,11 +63,13 @@ from reconciler.runtime.controller import (
     map_to_self,
 )
 from reconciler.runtime.events import EventRecorder
+from reconciler.runtime.foreign import ToleratedFields
 from reconciler.runtime.informer import EventType, Informer, label_index
-from reconciler.runtime.kinds import Kind
+from reconciler.runtime.kinds import NAMESPACE, Kind
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.namespaces import NamespaceLifecycle, namespace_transform, refused_as_terminating
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from shared.api.modelbooster import ModelBooster
 from shared.backend_shape import backend_objects
@@ -74,6 +79,7 @@ from shared.constants import (
     CONDITION_INITIALIZED,
     LABEL_BACKEND_NAME,
     LABEL_MANAGED_BY,
+    LABEL_MODEL_NAME,
     LABEL_MODEL_UID,
     MANAGED_BY_VALUE,
 )
@@ -99,18 +105,26 @@ class _Report:
 
     created: list[Desired] = field(default_factory=list)
     updated: list[Desired] = field(default_factory=list)
+    adopted: list[Desired] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # "<child>: <paths> (set by <manager>)"
     deleted: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     not_owned: list[str] = field(default_factory=list)
+    terminating: list[str] = field(default_factory=list)
+    namespace_terminating: bool = False
     lora_failures: list[str] = field(default_factory=list)  # already reported by their own events
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.not_owned and not self.lora_failures
+        return not self.failures and not self.not_owned and not self.lora_failures and not self.terminating
 
     def outcome(self) -> Outcome:
         if self.not_owned:
             return Outcome(applied_all=False, failure="; ".join(self.not_owned), failure_reason=REASON_NOT_OWNED)
+        if self.terminating:
+            return Outcome(
+                applied_all=False, failure="; ".join(self.terminating), failure_reason=REASON_CHILD_TERMINATING
+            )
         if self.failures:
             return Outcome(applied_all=False, failure="; ".join(self.failures), failure_reason=REASON_ABNORMAL)
         if self.lora_failures:
@@ -125,9 +139,16 @@ def serving_available(serving: dict[str, Any] | None) -> bool:
     return False
 
 
+INT32_MAX = 2**31 - 1
+
+
 def serving_replicas(serving: dict[str, Any] | None) -> int:
+    """The ModelServing's `status.replicas`, or 0 when it holds no valid count (negative, not an integer, beyond
+    int32): anyone with access to the status subresource can write anything there, and a value the
+    ModelBooster's schema refuses would make every status write fail."""
     value = ((serving or {}).get("status") or {}).get("replicas")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX
+    return value if valid else 0  # type: ignore[return-value]
 
 
 def backend_names(booster: dict[str, Any]) -> list[str]:
@@ -154,8 +175,15 @@ class ModelBoosterReconciler:
         metrics: Metrics,
         lora: LoraUpdater | None = None,
         now: Callable[[], str] = rfc3339_now,
+        namespaces: NamespaceLifecycle | None = None,
+        blockers: BlockerWatches | None = None,
     ) -> None:
         self.lora = lora
+        self.namespaces = namespaces if namespaces is not None else NamespaceLifecycle()
+        self.blockers = blockers
+        self.tolerated = ToleratedFields()
+        # Set by setup: enqueue a ModelBooster (a blocking object changed).
+        self.wake: Callable[[ObjectKey], None] | None = None
         self.client = client
         self.boosters = boosters
         self.children = children
@@ -173,6 +201,9 @@ class ModelBoosterReconciler:
         booster = full_object(cached)
         meta = booster.get("metadata") or {}
         if meta.get("deletionTimestamp"):
+            return Result()
+        if self.namespaces.terminating(key.namespace):
+            self.namespaces.skip(key.namespace, "its ModelBoosters are")
             return Result()
         uid = str(meta.get("uid") or "")
         try:
@@ -192,6 +223,9 @@ class ModelBoosterReconciler:
             desired = plan.desired
         report = _Report()
         outcomes = await self._apply_all(booster, desired, report)
+        if report.namespace_terminating:
+            self.namespaces.skip(key.namespace, "its ModelBoosters are")
+            return Result()
         if report.ok:
             await self._prune(booster, uid, desired, report)
         if plan is not None:
@@ -252,7 +286,17 @@ class ModelBoosterReconciler:
     ) -> dict[str, ChildOutcome]:
         """Make every child match; returns the ModelServings that are in place, by name."""
         meta = booster["metadata"]
-        owner = f"{meta.get('namespace')}/{meta.get('name')}"
+        owner = f"ModelBooster {meta.get('namespace')}/{meta.get('name')}"
+        selector = {LABEL_MANAGED_BY: MANAGED_BY_VALUE, LABEL_MODEL_NAME: str(meta.get("name"))}
+        adoption: list[asyncio.Task[bool]] = []
+
+        def can_adopt() -> asyncio.Task[bool]:
+            # One fresh read of the ModelBooster per reconcile, shared by every child it adopts (as
+            # Kubernetes' controllers do: never adopt into an owner that is gone or going).
+            if not adoption:
+                adoption.append(asyncio.ensure_future(self._still_current(booster)))
+            return adoption[0]
+
         results = await asyncio.gather(
             *(
                 ensure_child(
@@ -262,6 +306,9 @@ class ModelBoosterReconciler:
                     owner_uid=str(meta.get("uid")),
                     owner=owner,
                     manager=self.field_manager,
+                    selector=selector,
+                    can_adopt=can_adopt,
+                    tolerated=self.tolerated,
                 )
                 for child in desired
             ),
@@ -274,17 +321,47 @@ class ModelBoosterReconciler:
                     servings[child.name] = result
                 if result.action == "created":
                     report.created.append(child)
-                elif result.action in ("updated", "replaced"):
+                elif result.action == "adopted":
+                    report.adopted.append(child)
+                elif result.action in ("updated", "replaced") and not result.removed:
                     report.updated.append(child)
+                if result.removed:
+                    report.removed.append(f"{child.ref()}: {'; '.join(result.removed)}")
                 if result.action != "unchanged":
                     self.metrics.children_applied.labels(kind=child.kind.kind, action=result.action).inc()
             elif isinstance(result, NotControlledError):
                 report.not_owned.append(str(result))
+                self._watch_blocker(booster, result)
+            elif isinstance(result, ChildTerminating):
+                report.terminating.append(str(result))
+            elif isinstance(result, ApiError) and refused_as_terminating(result):
+                report.namespace_terminating = True
+                self.namespaces.refused(child.namespace)
             elif isinstance(result, ApiError):
                 report.failures.append(f"applying {child.ref()} failed: {result}")
             elif isinstance(result, BaseException):
                 raise result
         return servings
+
+    async def _still_current(self, booster: dict[str, Any]) -> bool:
+        """Whether the ModelBooster, read afresh, is the same object and not being deleted."""
+        meta = booster["metadata"]
+        try:
+            fresh = await self.client.get(MODEL_BOOSTER, str(meta.get("namespace")), str(meta.get("name")))
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        fresh_meta = fresh.get("metadata") or {}
+        return fresh_meta.get("uid") == meta.get("uid") and not fresh_meta.get("deletionTimestamp")
+
+    def _watch_blocker(self, booster: dict[str, Any], error: NotControlledError) -> None:
+        if self.blockers is None or self.wake is None:
+            return
+        key, wake = ObjectKey.of(booster), self.wake
+        child = error.desired
+        self.blockers.watch(child.kind, child.namespace, child.name, resource_version=error.resource_version,
+                            wake=lambda: wake(key))  # fmt: skip
 
     async def _prune(self, booster: dict[str, Any], uid: str, desired: Sequence[Desired], report: _Report) -> None:
         wanted = {(child.kind, child.name) for child in desired}
@@ -324,8 +401,14 @@ class ModelBoosterReconciler:
             serving = servings.get(namespace, backend_resource_name(model, backend))
             if serving is not None and not is_controlled_by(serving, str(meta.get("uid"))):
                 serving = None
+            terminating = serving is not None and bool((serving.get("metadata") or {}).get("deletionTimestamp"))
             states.append(
-                BackendState(name=backend, available=serving_available(serving), replicas=serving_replicas(serving))
+                BackendState(
+                    name=backend,
+                    available=serving_available(serving) and not terminating,
+                    replicas=serving_replicas(serving),
+                    terminating=terminating,
+                )
             )
         return states
 
@@ -362,12 +445,18 @@ class ModelBoosterReconciler:
         for reason, items in (
             ("Created", [child.ref() for child in report.created]),
             ("Updated", [child.ref() for child in report.updated]),
+            ("Adopted", [child.ref() for child in report.adopted]),
             ("Deleted", report.deleted),
         ):
             if items:
                 await self.recorder.emit(booster, type="Normal", reason=reason, message=_summary(reason, items))
+        if report.removed:
+            message = "Removed what others added to children: " + "; ".join(report.removed)
+            await self.recorder.emit(booster, type="Warning", reason="ForeignFieldsRemoved", message=message)
         for message in report.not_owned:
             await self.recorder.emit(booster, type="Warning", reason="OwnershipConflict", message=message)
+        for message in report.terminating:
+            await self.recorder.emit(booster, type="Warning", reason="ChildTerminating", message=message)
         for message in report.failures:
             await self.recorder.emit(booster, type="Warning", reason="ApplyFailed", message=message)
 
@@ -426,6 +515,16 @@ def setup_modelbooster_controller(
         )
         for kind in CHILD_KINDS
     }
+    # Namespaces being deleted (runtime/namespaces.py): across the cluster, or each watched one by name.
+    if namespaces:
+        namespace_informers = [
+            manager.informer(NAMESPACE, field_selector=f"metadata.name={name}", transform=namespace_transform)
+            for name in namespaces
+        ]
+    else:
+        namespace_informers = [manager.informer(NAMESPACE, transform=namespace_transform)]
+    blockers = BlockerWatches(manager.client, watch_timeout=manager.options.watch_timeout)
+    manager.add_cleanup(blockers.close)
     reconciler = ModelBoosterReconciler(
         client=manager.client,
         boosters=boosters,
@@ -435,6 +534,8 @@ def setup_modelbooster_controller(
         field_manager=field_manager,
         metrics=manager.metrics,
         lora=lora,
+        namespaces=NamespaceLifecycle(namespace_informers),
+        blockers=blockers,
     )
     controller = Controller(
         name=CONTROLLER_NAME,
@@ -446,6 +547,7 @@ def setup_modelbooster_controller(
         metrics=manager.metrics,
     )
     controller.watch(boosters, map_to_self, primary=True)
+    reconciler.wake = controller.enqueue
 
     def forget(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if event == "DELETED" and old is not None:

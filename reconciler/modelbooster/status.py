@@ -34,6 +34,7 @@ MESSAGE_PROCESSING = "ModelBooster not ready yet"
 REASON_ABNORMAL = "ModelAbnormal"
 REASON_INVALID = "InvalidSpec"
 REASON_NOT_OWNED = "OwnershipConflict"
+REASON_CHILD_TERMINATING = "ChildTerminating"
 REASON_LORA = "LoraUpdateFailed"
 REASON_SUCCEEDED = "ReconcileSucceeded"
 MESSAGE_SUCCEEDED = "all children are applied"
@@ -45,6 +46,7 @@ class BackendState:
     name: str
     available: bool
     replicas: int
+    terminating: bool = False  # its ModelServing is being deleted (a finalizer may hold it)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ def booster_conditions(
         active = WantedCondition(CONDITION_ACTIVE, "True", REASON_AVAILABLE, MESSAGE_AVAILABLE)
     else:
         detail = f": backends not available: {', '.join(unavailable)}" if unavailable else ""
+        terminating = [backend.name for backend in backends if backend.terminating]
+        if terminating:
+            detail += f" (ModelServing terminating: {', '.join(terminating)})"
         active = WantedCondition(CONDITION_ACTIVE, "False", REASON_PROCESSING, MESSAGE_PROCESSING + detail)
     if outcome.failure is not None:
         failed = WantedCondition(CONDITION_FAILED, "True", outcome.failure_reason, outcome.failure)

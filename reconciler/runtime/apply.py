@@ -27,16 +27,25 @@ Strategy (and why):
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.foreign import (
+    ForeignField,
+    ToleratedFields,
+    describe_differences,
+    find_foreign,
+    foreign_entries,
+    readable,
+    removal_patch,
+)
 from reconciler.runtime.informer import Informer, Transform
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.lean import full_object
 
-Action = Literal["created", "updated", "replaced", "unchanged"]
+Action = Literal["created", "updated", "replaced", "adopted", "unchanged"]
 REPLICAS_PATH: tuple[str, ...] = ("spec", "replicas")
 
 
@@ -145,9 +154,10 @@ def manager_owns(obj: dict[str, Any], *, manager: str, path: Sequence[str], oper
 
 
 def managed_fields_pruner(*, manager: str, paths: Sequence[Sequence[str]] = (REPLICAS_PATH,)) -> Transform:
-    """An informer transform that keeps, of managedFields, only whether `manager`'s apply owns `paths`.
+    """An informer transform that keeps, of managedFields, whether `manager`'s apply owns `paths`, and what other
+    managers own in `spec` (runtime/foreign.py): usually nothing, or an autoscaler's `replicas`.
 
-    managedFields often make up a third of an object; the cache needs one bit of them per child."""
+    managedFields often make up a third of an object; the cache needs little of them per child."""
 
     def prune(obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj.get("metadata")
@@ -159,9 +169,12 @@ def managed_fields_pruner(*, manager: str, paths: Sequence[Sequence[str]] = (REP
                 node = owned
                 for part in _fields_path(path):
                     node = node.setdefault(part, {})
+        kept = [{"manager": manager, "operation": "Apply", "fieldsV1": owned}] if owned else []
+        kept += [{"manager": who, "operation": operation, "fieldsV1": {"f:spec": spec}}
+                 for who, operation, spec in foreign_entries(obj, manager=manager)]  # fmt: skip
         meta = dict(meta)
-        if owned:
-            meta["managedFields"] = [{"manager": manager, "operation": "Apply", "fieldsV1": owned}]
+        if kept:
+            meta["managedFields"] = kept
         else:
             del meta["managedFields"]
         pruned = dict(obj)
@@ -193,6 +206,13 @@ class Desired:
     def ref(self) -> str:
         return f"{self.kind.kind} {self.namespace}/{self.name}"
 
+    @property
+    def revision(self) -> str:
+        """Identifies this desired state among the child's successive ones: its labels, which carry the
+        controller's digest of the whole desired content (a new revision starts a clean slate)."""
+        labels = self.obj["metadata"].get("labels") or {}
+        return f"{hash(tuple(sorted(labels.items()))):x}"
+
 
 def immutable_changed(desired: Desired, live: dict[str, Any]) -> bool:
     """Whether the live child holds another value of a field that can only be set by creating it."""
@@ -213,23 +233,66 @@ def apply_body(desired: Desired, live: dict[str, Any], *, manager: str) -> dict[
     return body
 
 
+def fix_command(kind: Kind, namespace: str, name: str) -> str:
+    resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+    return f"kubectl delete {resource} -n {namespace} {name}"
+
+
 class NotControlledError(Exception):
-    """A same-named object exists that this ModelBooster does not control: we never take it over."""
+    """A same-named object exists that this owner may not take over (controlled by another, or not carrying our
+    labels): it is never written or deleted. The message names it and the command that frees the name."""
 
     def __init__(self, desired: Desired, live: dict[str, Any], owner: str) -> None:
         ref = controller_ref(live)
+        meta = live.get("metadata") or {}
         holder = f"controlled by {ref.get('kind')} {ref.get('name')}" if ref else "not controlled by any owner"
+        how = (
+            "delete it, and it is created anew"
+            if ref
+            else "delete it, and it is created anew; or give it our labels, and it is adopted"
+        )
         super().__init__(
-            f"{desired.ref()} already exists and is {holder}, not by ModelBooster {owner}; "
-            "refusing to take it over: delete or rename it"
+            f"{desired.ref()} already exists and is {holder}, not by {owner}; refusing to take it over: "
+            f"{how} (`{fix_command(desired.kind, desired.namespace, desired.name)}`)"
         )
         self.desired = desired
+        self.uid = str(meta.get("uid") or "")
+        self.resource_version = str(meta.get("resourceVersion") or "")
+
+
+class ChildTerminating(Exception):
+    """Our child is being deleted (a finalizer holds it): it cannot be written, and is created anew once gone."""
+
+    def __init__(self, desired: Desired, live: dict[str, Any]) -> None:
+        meta = full_object(live).get("metadata") or {}
+        finalizers = ", ".join(str(f) for f in meta.get("finalizers") or ()) or "none"
+        super().__init__(
+            f"{desired.ref()} is terminating since {meta.get('deletionTimestamp')} (finalizers: {finalizers}); "
+            "it is created anew once it is gone"
+        )
 
 
 @dataclass(frozen=True)
 class ChildOutcome:
     desired: Desired
     action: Action
+    # Foreign fields removed (readable path and manager), for the Event.
+    removed: tuple[str, ...] = ()
+
+
+def adoptable(live: dict[str, Any], *, owner_uid: str, selector: Mapping[str, str]) -> bool:
+    """Adoption as Kubernetes' controllers do it: an object without a controller reference that carries our
+    selector labels, or one whose reference names us without `controller: true` (someone cleared it)."""
+    meta = live.get("metadata") or {}
+    refs = [ref for ref in meta.get("ownerReferences") or () if isinstance(ref, dict)]
+    if any(ref.get("uid") == owner_uid for ref in refs):
+        return controller_ref(live) is None or is_controlled_by(live, owner_uid)
+    labels = meta.get("labels") or {}
+    return controller_ref(live) is None and bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+async def _never() -> bool:
+    return False
 
 
 async def ensure_child(
@@ -240,39 +303,98 @@ async def ensure_child(
     owner_uid: str,
     owner: str,
     manager: str,
+    selector: Mapping[str, str] | None = None,
+    can_adopt: Callable[[], Awaitable[bool]] = _never,
+    tolerated: ToleratedFields | None = None,
 ) -> ChildOutcome:
-    """Create or update one child so that it matches `desired`; raise ApiError or NotControlledError."""
+    """Create or update one child so that it matches `desired`; raise ApiError, NotControlledError or
+    ChildTerminating. `selector`: the labels that make an uncontrolled object ours to adopt; `can_adopt`: a fresh
+    check that the owner still exists and is not being deleted (called only when adopting)."""
+    selector = selector or {}
     live = cache.get(desired.namespace, desired.name)
-    if live is not None and not is_controlled_by(live, owner_uid):
+    if live is not None and not is_controlled_by(live, owner_uid) and not adoptable(
+        live, owner_uid=owner_uid, selector=selector
+    ):
         raise NotControlledError(desired, live, owner)
     replaced = False
     if live is not None and immutable_changed(desired, live):
         await delete_child(client=client, cache=cache, kind=desired.kind, live=live)
         live, replaced = None, True
+    if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):
+        raise ChildTerminating(desired, live)
     if live is None:
         try:
             created = await client.create(desired.kind, desired.obj, field_manager=manager)
         except ApiError as error:
             if not error.already_exists:
                 raise
-            # Not in our (label-filtered, maybe lagging) cache but present: ours from before a restart, or not ours,
-            # or the one just deleted, still finishing its deletion.
+            # Not in our (label-filtered, maybe lagging) cache but present: ours from before a restart, or an
+            # orphan of ours, or not ours, or the one just deleted, still finishing its deletion.
             live = await client.get(desired.kind, desired.namespace, desired.name)
-            if not is_controlled_by(live, owner_uid):
+            if not is_controlled_by(live, owner_uid) and not adoptable(live, owner_uid=owner_uid, selector=selector):
                 raise NotControlledError(desired, live, owner) from None
+            if all(((live.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in selector.items()):
+                cache.write_through(live)  # it belongs in the cache: the next reconcile must not create it again
             if immutable_changed(desired, live):
                 raise ApiError(
                     status=409, reason="Conflict", message=f"{desired.ref()} is being replaced; its deletion is pending"
                 ) from None
+            if (live.get("metadata") or {}).get("deletionTimestamp"):
+                raise ChildTerminating(desired, live) from None
         else:
             cache.write_through(created)
             return ChildOutcome(desired, "replaced" if replaced else "created")
     live = full_object(live)  # the cache may hold a lean entry: compare with the whole object
-    if child_matches(desired.obj, live, ignore=desired.foreign_after_create):
+    action: Action = "updated"
+    if not is_controlled_by(live, owner_uid):
+        if not await can_adopt():
+            raise NotControlledError(desired, live, owner)
+        # The apply below sets our controller reference (ownerReferences merge by uid) with everything else.
+        live, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
+        cache.write_through(live)
+        action = "adopted"
+    key = f"{(live.get('metadata') or {}).get('uid')}/{desired.revision}"
+    findings = find_foreign(
+        live, desired.obj, manager=manager, ignore=desired.foreign_after_create,
+        tolerated=tolerated.get(key) if tolerated is not None else (),
+    )  # fmt: skip
+    removed: tuple[str, ...] = ()
+    if findings:
+        removed = tuple(_describe(finding, desired.obj, live) for finding in findings)
+        patch = removal_patch(desired.obj, findings, leave=desired.foreign_after_create)
+        stored = await client.patch(desired.kind, desired.namespace, desired.name, patch, field_manager=manager)
+        cache.write_through(stored)
+        if tolerated is not None:  # what the server put back is its own (see runtime/foreign.py)
+            tolerated.add(key, (f.path for f in find_foreign(stored, desired.obj, manager=manager,
+                                                             ignore=desired.foreign_after_create)))  # fmt: skip
+        live = stored
+    elif action != "adopted" and child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         return ChildOutcome(desired, "unchanged")
-    stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
-    cache.write_through(stored)
-    return ChildOutcome(desired, "updated")
+    if not child_matches(desired.obj, live, ignore=desired.foreign_after_create):
+        stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
+        cache.write_through(stored)
+    return ChildOutcome(desired, action, removed)
+
+
+def _describe(finding: ForeignField, desired: dict[str, Any], live: dict[str, Any]) -> str:
+    """A foreign field for people: the paths inside it that differ from ours (a whole list they own is named by
+    what they added to it), and who set it."""
+    if finding.rendered:
+        want, have = get_path_any(desired, finding.path), get_path_any(live, finding.path)
+        paths = describe_differences(want, have, finding.path) or [finding.path]
+    else:
+        paths = [finding.path]
+    return ", ".join(readable(path, live) for path in paths) + f" (set by {finding.manager or 'an unnamed manager'})"
+
+
+def get_path_any(obj: Any, path: Sequence[str | int]) -> Any:
+    node = obj
+    for part in path:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 async def delete_child(*, client: KubeClient, cache: Informer, kind: Kind, live: dict[str, Any]) -> bool:

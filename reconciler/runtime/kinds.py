@@ -46,6 +46,7 @@ class Kind:
 
 
 POD: Final = Kind("", "v1", "Pod", "pods")
+NAMESPACE: Final = Kind("", "v1", "Namespace", "namespaces", namespaced=False)
 CONFIG_MAP: Final = Kind("", "v1", "ConfigMap", "configmaps")
 EVENT: Final = Kind("", "v1", "Event", "events")
 LEASE: Final = Kind("coordination.k8s.io", "v1", "Lease", "leases")

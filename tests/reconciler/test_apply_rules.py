@@ -106,7 +106,7 @@ def test_manager_owns_looks_at_the_apply_entry_of_that_manager_only() -> None:
     assert manager_owns(live, manager="modelbooster", path=("spec", "replicas"), operation="Update")
 
 
-def test_pruner_keeps_only_the_ownership_bit_we_need() -> None:
+def test_pruner_keeps_only_the_ownership_bit_we_need_and_what_others_own_in_spec() -> None:
     prune = managed_fields_pruner(manager="modelbooster")
     entry = {"manager": "modelbooster", "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}, "f:big": {}}}}
     owned = {"metadata": {"name": "x", "managedFields": [entry]}}
@@ -117,7 +117,9 @@ def test_pruner_keeps_only_the_ownership_bit_we_need() -> None:
     assert manager_owns(pruned, manager="modelbooster", path=("spec", "replicas"))
     assert "managedFields" in owned["metadata"]  # the input is not modified
     not_owned = prune({"metadata": {"name": "x", "managedFields": MANAGED}})
-    assert "managedFields" not in not_owned["metadata"]
+    assert not_owned["metadata"]["managedFields"] == [MANAGED[1]]  # the autoscaler's, for foreign-field checks
+    ours = prune({"metadata": {"name": "x", "managedFields": [MANAGED[0], MANAGED[2]]}})
+    assert "managedFields" not in ours["metadata"]
 
 
 def test_apply_body_leaves_out_foreign_replicas() -> None:

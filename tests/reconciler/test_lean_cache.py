@@ -107,8 +107,8 @@ def test_a_child_entry_still_compares_and_applies_like_the_live_object() -> None
     desired["spec"] = {**desired["spec"], "paused": True}
     assert not child_matches(desired, full)
     assert manager_owns(full, manager="modelbooster", path=("spec", "replicas"))
-    # Of managedFields only the ownership bit of our apply is kept.
-    assert [entry["manager"] for entry in full["metadata"]["managedFields"]] == ["modelbooster"]
+    # Of managedFields only the ownership bit of our apply is kept, and what others own in spec.
+    assert [entry["manager"] for entry in full["metadata"]["managedFields"]] == ["modelbooster", "kubectl-edit"]
 
 
 def test_a_booster_entry_drops_what_nothing_reads_and_packs_the_spec() -> None:
