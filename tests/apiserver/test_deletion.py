@@ -11,6 +11,7 @@ from kubernetes.client import ApiException
 
 from tests.apiserver.helpers import message_of
 from tests.apiserver.widgets import GROUP, PLURAL, VERSION, WIDGET_CRD, widget
+from tests.fakeapi.app import ServerConfig
 from tests.fakeapi.server import FakeApiServer
 
 
@@ -296,3 +297,25 @@ def test_watches_of_a_deleted_crd_end(kube_client: Any, custom: Any, widgets: Fa
     widgets.settle()
     assert response.read() == b""  # the stream ends (it may have been empty: no objects existed)
     response.release_conn()
+
+
+def test_a_paced_namespace_deletion_empties_one_kind_at_a_time_in_group_order() -> None:
+    """With `namespace_content_pace`, the namespace controller works kind by kind as kube-controller-manager goes
+    through discovery: core kinds first (group ""), then the widgets; meanwhile creates are refused."""
+    with FakeApiServer(ServerConfig(namespace_content_pace=30.0)) as server:
+        server.register_crd(WIDGET_CRD)
+        server.create_namespace("doomed")
+        api = client.ApiClient(server.configuration())
+        core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+        custom.create_namespaced_custom_object(GROUP, VERSION, "doomed", PLURAL, widget("w", namespace="doomed"))
+        core.create_namespaced_config_map("doomed", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="c")))
+        core.delete_namespace("doomed")
+        server.settle()
+        assert core.list_namespaced_config_map("doomed").items == []
+        assert [w["metadata"]["name"] for w in custom.list_namespaced_custom_object(
+            GROUP, VERSION, "doomed", PLURAL)["items"]] == ["w"]  # fmt: skip
+        with pytest.raises(ApiException) as caught:
+            custom.create_namespaced_custom_object(GROUP, VERSION, "doomed", PLURAL, widget("x", namespace="doomed"))
+        assert caught.value.status == 403
+        assert json.loads(caught.value.body)["details"]["causes"][0]["reason"] == "NamespaceTerminating"
+        api.close()

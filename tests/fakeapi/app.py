@@ -43,6 +43,9 @@ class ServerConfig:
     require_namespaces: bool = True  # namespaced objects need an existing, non-terminating namespace
     namespaces: tuple[str, ...] = DEFAULT_NAMESPACES
     controller_delay: float = 0.0  # seconds before the garbage collector / finalizers act
+    # Seconds between the kinds a deleted namespace is emptied of, one kind at a time in (group, plural) order,
+    # as kube-controller-manager's namespace controller goes through discovery (0: all kinds in one pass).
+    namespace_content_pace: float = 0.0
     too_large_rv_wait: float = 3.0  # how long a watch from a future resourceVersion waits
     clock: Clock = system_clock
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
@@ -61,7 +64,9 @@ class FakeApi:
             admission_settings=config.admission,
             require_namespaces=config.require_namespaces,
         )
-        self.controllers = Controllers(self.registry, delay=config.controller_delay)
+        self.controllers = Controllers(
+            self.registry, delay=config.controller_delay, namespace_pace=config.namespace_content_pace
+        )
         self.faults = Faults()
         self.log = RequestLog()
         self.server_address = "127.0.0.1:0"

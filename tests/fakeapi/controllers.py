@@ -8,7 +8,9 @@
   CEL validation and validating webhooks, as user `system:serviceaccount:kube-system:generic-garbage-collector`.
   So an object that validation refuses keeps its finalizer and stays terminating, retried with backoff
   (and at every write while something is pending) until the write is admitted; `failures` says why.
-- Namespace controller: a deleting namespace has its content deleted, then goes away.
+- Namespace controller: a deleting namespace has its content deleted, then goes away. With `namespace_pace`
+  it deletes one kind at a time, in (group, plural) order, that many seconds apart, as the real one works
+  through discovery: so a controller sees children go before their owner, as it can on a real cluster.
 - CRD finalizer: a deleting CRD has its custom resources deleted, then stops being served and goes away.
   These two write directly (no admission, no validation).
 
@@ -46,10 +48,12 @@ _LAST_RETRY: Final = 2.0
 
 
 class Controllers:
-    def __init__(self, registry: Registry, *, delay: float = 0.0) -> None:
+    def __init__(self, registry: Registry, *, delay: float = 0.0, namespace_pace: float = 0.0) -> None:
         self.registry = registry
         self.store = registry.store
         self.delay = delay
+        self.namespace_pace = namespace_pace
+        self._namespace_due: dict[str, float] = {}
         self._gone_owners: list[str] = []
         self._check: set[Ref] = set()
         self._finalizing: set[Ref] = set()
@@ -292,7 +296,12 @@ class Controllers:
         name = namespace["metadata"]["name"]
         wrote = False
         remaining = 0
-        for content_res in list(self.registry.served()):
+        loop = asyncio.get_running_loop()
+        due = self._namespace_due.get(name)
+        if due is not None and loop.time() < due:
+            return False  # paced: the timer set below wakes us
+        kinds = sorted(self.registry.served(), key=lambda r: (r.group_resource.group, r.group_resource.resource))
+        for content_res in kinds:
             if not content_res.namespaced or content_res.storage_group is not None:
                 continue
             for obj in self.store.items(content_res.storage_key, name):
@@ -302,6 +311,11 @@ class Controllers:
                         content_res, obj, policy="Background", dry_run=False, version=content_res.storage_version
                     )
                     wrote = True
+            if wrote and self.namespace_pace > 0:
+                self._namespace_due[name] = loop.time() + self.namespace_pace
+                loop.call_later(self.namespace_pace, self._wake_up)
+                return True
+        self._namespace_due.pop(name, None)
         if remaining or wrote:
             return wrote
         if (namespace.get("spec") or {}).get("finalizers"):
