@@ -54,7 +54,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
         metrics=metrics,
     )
     dynamic = DynamicSettings(settings.synthesis())
-    recorder = EventRecorder(client, instance=settings.identity)
+    recorder = EventRecorder(client, instance=settings.identity, metrics=metrics)
     pods = setup_pod_informer(manager, namespaces=settings.namespaces)
     lora = LoraUpdater(pods=pods, recorder=recorder, timeout=settings.lora_timeout)
     manager.add_cleanup(lora.close)

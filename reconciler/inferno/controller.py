@@ -666,7 +666,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
     reconciler = OptimizerReconciler(
         client=client,
         informers=informers,
-        recorder=EventRecorder(client, instance=manager.options.identity),
+        recorder=EventRecorder(client, instance=manager.options.identity, metrics=manager.metrics),
         backend=backend,
         metrics=metrics,
         field_manager=settings.field_manager,

@@ -24,6 +24,7 @@ from reconciler.runtime.client import ApiError
 from reconciler.runtime.informer import EventType, Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.outage import OutageLog, is_outage
 from reconciler.runtime.queue import QueueObserver, QueueShutDown, WorkQueue
 from reconciler.runtime.ratelimit import RateLimiter
 
@@ -113,6 +114,8 @@ class Controller:
         )
         self._sources: list[Informer] = []
         self._primary: Informer | None = None
+        # Reconciles failing because the API server is unavailable: one line per outage, not one per retry.
+        self._outage = OutageLog(logger, f"{name}: reconciling")
         metrics.init_controller(name, workers)
 
     # ---------------------------------------------------------------- wiring
@@ -210,15 +213,19 @@ class Controller:
             result_label = "error"
             self._metrics.reconcile_errors.labels(controller=self.name).inc()
             self.queue.add_rate_limited(key)
-            logger.warning(
-                "reconcile %s failed (retry %d): %s",
-                key,
-                self.queue.num_requeues(key),
-                error,
-                exc_info=not _expected(error),
-                extra={"reconcileID": reconcile_id},
-            )
+            if is_outage(error):
+                self._outage.failed(error, detail=str(key))
+            else:
+                logger.warning(
+                    "reconcile %s failed (retry %d): %s",
+                    key,
+                    self.queue.num_requeues(key),
+                    error,
+                    exc_info=not _expected(error),
+                    extra={"reconcileID": reconcile_id},
+                )
         else:
+            self._outage.succeeded()
             self.queue.forget(key)
             if result.requeue_after is not None and result.requeue_after > 0:
                 result_label = "requeue_after"

@@ -6,7 +6,10 @@
 - `source.component`/`reportingComponent` and `involvedObject` set;
 - repeats are aggregated: the same (object, type, reason, message) bumps `count` and `lastTimestamp` of the
   event already posted instead of creating a new one (an in-memory LRU remembers what was posted);
-- posting is best effort: a failure is logged and never fails a reconcile.
+- posting is best effort: a failure never fails a reconcile. During an outage every post fails, so failures
+  are counted (`modelbooster_event_post_failures_total{reason}`) and logged once per run of failures, with
+  one more line when posting works again (runtime/outage.py); a post refused because the namespace is being
+  deleted is only counted.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from typing import Any, Literal
 
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import EVENT
+from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.namespaces import refused_as_terminating
+from reconciler.runtime.outage import OutageLog, is_outage
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +60,11 @@ class EventRecorder:
         component: str = "modelbooster-reconciler",
         instance: str | None = None,
         cache_size: int = 4096,
+        metrics: Metrics | None = None,
     ) -> None:
         self.client = client
+        self._metrics = metrics
+        self._outage = OutageLog(logger, "posting events")
         self.component = component
         self.instance = instance or socket.gethostname()
         self._cache_size = cache_size
@@ -76,7 +85,20 @@ class EventRecorder:
                     return
             await self._create(involved, key=key, namespace=namespace, type=type, reason=reason, message=message)
         except ApiError as error:
-            logger.warning("posting event %s on %s/%s failed: %s", reason, namespace, meta.get("name"), error)
+            self._failed(error, f"{reason} on {namespace}/{meta.get('name')}")
+        else:
+            self._outage.succeeded()
+
+    def _failed(self, error: ApiError, what: str) -> None:
+        if refused_as_terminating(error):
+            self._count("namespace_terminating")
+            return
+        self._count("unavailable" if is_outage(error) else "refused")
+        self._outage.failed(error, detail=what)
+
+    def _count(self, reason: str) -> None:
+        if self._metrics is not None:
+            self._metrics.event_post_failures.labels(reason=reason).inc()
 
     async def _bump(self, posted: _Posted) -> bool:
         try:

@@ -6,8 +6,11 @@ Per namespace scope (all namespaces, or each configured namespace) a reflector:
 2. watches from the list's resourceVersion with bookmarks, a server-side `timeoutSeconds` and a client read
    timeout a little longer, so a silently dead connection is noticed and the watch re-opened;
 3. on stream end re-watches from the last resourceVersion seen (events or bookmarks); on `410 Gone` (HTTP status
-   or ERROR event) re-lists; on other errors backs off exponentially (with jitter) and retries, also from the
-   last resourceVersion seen (a broken stream's events are not replayed).
+   or ERROR event) re-lists; on other errors backs off exponentially and retries, also from the last
+   resourceVersion seen (a broken stream's events are not replayed). The backoff is capped low (4 s) and spread
+   over its upper half at random, so that after an outage every informer is back within seconds and they do
+   not all come back in the same instant; the failures of one outage make one log line, and one more when the
+   informer works again (runtime/outage.py).
 
 A `transform` shapes what the cache holds (see reconciler/runtime/lean.py); it must keep metadata name,
 namespace and resourceVersion. It runs once per new state: not for the echo of our own write, nor for a listed
@@ -38,6 +41,7 @@ from process.backoff import backoff_delay
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.outage import OutageLog
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +95,7 @@ class Informer:
         read_timeout: float | None = None,
         page_size: int = 100,
         backoff_base: float = 0.2,
-        backoff_max: float = 30.0,
+        backoff_max: float = 4.0,
         metrics: Metrics | None = None,
         list_gate: asyncio.Semaphore | None = None,
     ) -> None:
@@ -117,6 +121,7 @@ class Informer:
         self.last_activity = time.monotonic()
         # Per scope: the resourceVersion the watch has delivered everything up to (events and bookmarks).
         self._resource_versions: dict[str | None, str] = {}
+        self._outage = OutageLog(logger, f"{kind.kind} informer")
 
     # ------------------------------------------------------------------ reading
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -290,6 +295,7 @@ class Informer:
                     version = await self._gated_list(scope)
                     self._resource_versions[scope] = version
                     self.last_activity = time.monotonic()
+                    self._outage.succeeded()
                 version = await self._watch(scope, version)
                 failures = 0
             except asyncio.CancelledError:
@@ -311,8 +317,9 @@ class Informer:
                     continue
                 failures += 1
                 self._count_restart("error")
-                delay = backoff_delay(failures, base=self._backoff_base, cap=self._backoff_max, jitter=0.2)
-                logger.warning("%s informer (%s): %s; retrying in %.2fs", self.kind, where, error, delay)
+                # In [d/2, d] for the exponential d: spread, and never later than the cap.
+                delay = backoff_delay(failures, base=self._backoff_base, cap=self._backoff_max, jitter=1.0) / 2
+                self._outage.failed(error, detail=f"{where}; retrying in {delay:.2f}s")
                 await asyncio.sleep(delay)
 
     async def _watch(self, scope: str | None, version: str) -> str:
@@ -327,6 +334,7 @@ class Informer:
             read_timeout=self._read_timeout,
         ):
             self.last_activity = time.monotonic()
+            self._outage.succeeded()
             if event.type == "ERROR":
                 raise ApiError(
                     status=int(event.object.get("code") or 0),

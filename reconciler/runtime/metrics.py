@@ -104,7 +104,7 @@ class Metrics:
         )
         self.children_applied = Counter(
             "modelbooster_children_applied_total",
-            "Writes of ModelBooster children, by child kind and action (created, updated, deleted)",
+            "Writes of ModelBooster children, by child kind and action (created, updated, replaced, adopted, deleted)",
             ["kind", "action"],
             registry=r,
         )
@@ -112,6 +112,13 @@ class Metrics:
             "modelbooster_time_to_initialized_seconds",
             "Time from a ModelBooster's creation to the status write that first set Initialized True",
             buckets=INITIALIZED_BUCKETS,
+            registry=r,
+        )
+        self.event_post_failures = Counter(
+            "modelbooster_event_post_failures_total",
+            "Event posts that failed (best effort: logged once per run of failures), by reason "
+            "(unavailable, namespace_terminating, refused)",
+            ["reason"],
             registry=r,
         )
         self.watch_restarts = Counter(
