@@ -32,7 +32,7 @@ CHILD_WRITES = ("get", "list", "watch", "create", "patch", "delete")
 
 
 def _workload_grants(namespace: str | None) -> set[Grant]:
-    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("list", "watch")}
+    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("get", "list", "watch")}
     grants.add(Grant(WORKLOAD, "modelboosters/status", "patch", namespace))
     for group, resources in (
         (WORKLOAD, ("modelservings", "autoscalingpolicies", "autoscalingpolicybindings")),
@@ -48,6 +48,12 @@ def _workload_grants(namespace: str | None) -> set[Grant]:
     for resource in ("optimizers", "accelerators", "models", "serviceclasses", "servers", "capacities"):
         grants.add(Grant(INFERNO, f"{resource}/status", "patch", namespace))
     return grants
+
+
+def _namespace_grants(watched: tuple[str, ...] = ()) -> set[Grant]:
+    """Namespaces being deleted are watched (runtime/namespaces.py): all of them, or the watched ones by name."""
+    names = frozenset(watched)
+    return {Grant("", "namespaces", verb, None, names) for verb in ("list", "watch")}
 
 
 def _release_namespace_grants(*, self_signed: bool) -> set[Grant]:
@@ -76,7 +82,10 @@ def _ca_injection_grants() -> set[Grant]:
 
 def test_default_reconciler_grants(defaults: Rendered) -> None:
     grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
-    expected = _workload_grants(None) | _release_namespace_grants(self_signed=True) | _ca_injection_grants()
+    expected = (
+        _workload_grants(None) | _release_namespace_grants(self_signed=True) | _ca_injection_grants()
+        | _namespace_grants()
+    )  # fmt: skip
     assert set(grants) == expected
 
 
@@ -85,7 +94,7 @@ def test_cert_manager_mode_grants_no_secrets_and_no_webhook_configurations(
 ) -> None:
     rendered = rendered_scenarios["cert-manager"]
     grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
-    assert set(grants) == _workload_grants(None) | _release_namespace_grants(self_signed=False)
+    assert set(grants) == _workload_grants(None) | _release_namespace_grants(self_signed=False) | _namespace_grants()
 
 
 def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
@@ -98,6 +107,7 @@ def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
         | _workload_grants("team-b")
         | _release_namespace_grants(self_signed=True)
         | _ca_injection_grants()
+        | _namespace_grants(("team-a", "team-b"))
     )
     assert set(grants) == expected
 

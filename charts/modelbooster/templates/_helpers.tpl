@@ -163,9 +163,10 @@ server-side apply (patch) and deleted when stale; status is written with a patch
 patched when they repeat.
 */}}
 {{- define "modelbooster.reconciler.workloadRules" -}}
+# get: a fresh read of a ModelBooster before it adopts an orphaned child.
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelboosters"]
-  verbs: ["list", "watch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelboosters/status"]
   verbs: ["patch"]
