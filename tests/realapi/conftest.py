@@ -10,14 +10,20 @@
   that does not start skips the tests on a developer's machine and **fails** them under CI (`CI` set).
 - `real_api_gc` (session): the same cluster with kube-controller-manager running too (garbage collector,
   namespace deletion); started only when a test asks for it.
-- `real_client` (function): an admin `kubernetes.client.ApiClient`, closed afterwards.
+- `real_client` (function): an admin `kubernetes.client.ApiClient`, closed afterwards; `real_user`: the same as a
+  `tests.e2e.user.Session`, so the user helpers of tests/e2e/user.py work on the real cluster.
 - `real_namespace` (function): a fresh namespace with a unique name, deleted afterwards (best effort; without
   kube-controller-manager it stays Terminating, which nothing else sees).
 - `real_crds` (session): the chart's CRDs (ModelBooster, Inferno, child CRDs) applied and Established.
   Other CRD sets: `tests.realapi.crds.apply_crds` / `delete_crds`.
-- `real_webhook` (session): our webhook process serving on loopback with a certificate of the cluster CA, and
-  registered with the chart's webhook configurations by URL (`caBundle` = the cluster CA); see `webhook.py`.
-- Running our reconciler process against the cluster: `tests.realapi.reconciler.running_reconciler`.
+- `real_webhook_server` (session): our webhook process (the chart's arguments) serving on loopback with a
+  certificate of the cluster CA; not registered by itself.
+- `real_webhook` (function): that webhook registered for `real_namespace` only, with the chart's webhook
+  configurations by URL (`caBundle` = the cluster CA), effective when the test starts, removed afterwards.
+  Namespaces without it see only the CRD's schema and CEL rules. See `webhook.py`.
+- Our reconciler process against the cluster (the chart's arguments, one namespace):
+  `with tests.realapi.reconciler.running_reconciler(real_api, namespace=..., workdir=tmp_path) as r: ...`
+  (it creates the chart's settings ConfigMap there first); `leader_elect=True` for several replicas.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ import pytest
 
 from tests.realapi.controlplane import ASSETS_VARIABLE, ControlPlane, ControlPlaneError, RealCluster, assets_folder
 from tests.realapi.crds import apply_crds, chart_crds
+from tests.realapi.session import RealSession
+from tests.realapi.webhook import Registration, WebhookServer, register_webhook, start_webhook
 
 SKIP_REASON = (
     f"{ASSETS_VARIABLE} is not set: real kube-apiserver tests need it "
@@ -89,6 +97,12 @@ def unique_name(prefix: str) -> str:
 
 
 @pytest.fixture
+def real_user(real_client: Any) -> RealSession:
+    """The admin's client as a `tests.e2e.user.Session`; append the processes a test starts to `.processes`."""
+    return RealSession(user=real_client)
+
+
+@pytest.fixture
 def real_namespace(real_api: RealCluster) -> Iterator[str]:
     from kubernetes import client
 
@@ -108,3 +122,24 @@ def real_crds(real_api: RealCluster) -> list[dict[str, Any]]:
     """The chart's CRDs as the API server stored them."""
     with real_api.api_client() as api:
         return apply_crds(api, chart_crds())
+
+
+@pytest.fixture(scope="session")
+def real_webhook_server(real_api: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]:
+    """Our webhook process, serving a certificate of the cluster CA on loopback (not registered by itself)."""
+    with start_webhook(real_api, tmp_path_factory.mktemp("realapi-webhook")) as server:
+        yield server
+
+
+@pytest.fixture
+def real_webhook(
+    real_api: RealCluster, real_crds: list[dict[str, Any]], real_webhook_server: WebhookServer, real_namespace: str
+) -> Iterator[Registration]:
+    """The chart's webhook configurations registered by URL for `real_namespace`, called by the API server from
+    the start of the test, removed afterwards."""
+    with real_api.api_client() as api:
+        registration = register_webhook(api, real_webhook_server, namespace=real_namespace)
+        try:
+            yield registration
+        finally:
+            registration.remove(api)

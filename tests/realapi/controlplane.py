@@ -253,8 +253,9 @@ class ControlPlane:
                 "--profiling=false",
             ],
         )
-        admin = write_credentials(pki, name="admin", ca=ca, ca_file=ca_file, host=host, groups=["system:masters"],
-                                  user=ADMIN_USER)  # fmt: skip
+        admin = write_credentials(
+            pki, name="admin", ca=ca, ca_file=ca_file, host=host, groups=["system:masters"], user=ADMIN_USER
+        )
         cluster = RealCluster(
             host=host,
             ca_file=ca_file,
@@ -265,8 +266,11 @@ class ControlPlane:
             ca=ca,
         )
         self._wait_ready(etcd, etcd.running, what="etcd started")  # apiserver retries etcd itself
-        self._wait_ready(apiserver, lambda: cluster.get_raw("/readyz", timeout=1.0) == (200, "ok"),
-                         what=f"kube-apiserver {host}/readyz")  # fmt: skip
+        self._wait_ready(
+            apiserver,
+            lambda: cluster.get_raw("/readyz", timeout=1.0) == (200, "ok"),
+            what=f"kube-apiserver {host}/readyz",
+        )
         self.cluster = cluster
         return cluster
 

@@ -52,8 +52,13 @@ def apply_crds(api: Any, documents: Iterable[Mapping[str, Any]], *, timeout: flo
     documents = list(documents)
     for crd in documents:
         name = crd["metadata"]["name"]
-        raw_request(api, "PATCH", f"{CRD_PATH}/{name}?fieldManager={FIELD_MANAGER}&force=true", body=dict(crd),
-                    content_type=APPLY)  # fmt: skip
+        raw_request(
+            api,
+            "PATCH",
+            f"{CRD_PATH}/{name}?fieldManager={FIELD_MANAGER}&force=true",
+            body=dict(crd),
+            content_type=APPLY,
+        )
     deadline = time.monotonic() + timeout
     stored: list[dict[str, Any]] = []
     for crd in documents:
