@@ -28,6 +28,7 @@ class RunningReconciler:
     process: Process
     metrics_port: int
     namespace: str
+    pod_name: str  # POD_NAME, which names it in the Lease's holderIdentity
 
     def scrape(self) -> str:
         status, body = http_get(f"http://127.0.0.1:{self.metrics_port}/metrics")
@@ -86,15 +87,14 @@ def running_reconciler(
     )
     args.append("--leader-elect" if leader_elect else "--no-leader-elect")
     args.append("--cert-duty" if cert_duty else "--no-cert-duty")
+    pod_name = f"{RECONCILER_POD}-{name}"
     env = resolve_env(
-        container(rendered.deployment("reconciler"), "reconciler"),
-        pod_name=f"{RECONCILER_POD}-{name}",
-        namespace=namespace,
+        container(rendered.deployment("reconciler"), "reconciler"), pod_name=pod_name, namespace=namespace
     )
     process = Process(name, args, env=env, log_dir=workdir)
     try:
         process.start()
         process.wait_ready(f"http://127.0.0.1:{metrics_port}/readyz", timeout=30.0)
-        yield RunningReconciler(process, metrics_port, namespace)
+        yield RunningReconciler(process, metrics_port, namespace, pod_name)
     finally:
         process.stop()
