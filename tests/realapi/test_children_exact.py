@@ -134,3 +134,47 @@ def test_a_deleted_blocking_object_lets_the_model_booster_converge(
     print(f"converged {time.monotonic() - started:.2f}s after the blocking object was deleted")
     ours = get_object(real_user, MODEL_SERVERS, real_namespace, blocked) or {}
     assert ours["metadata"]["ownerReferences"][0]["name"] == "blocked"
+
+
+def requests(reconciler: RunningReconciler, method: str) -> float:
+    for family in text_string_to_metric_families(reconciler.scrape()):
+        if family.name == "rest_client_requests":
+            return sum(s.value for s in family.samples if s.name.endswith("_total") and s.labels["method"] == method)
+    return 0.0
+
+
+def test_deleting_a_namespace_with_ten_model_boosters_creates_nothing_and_fails_nothing(
+    real_api_gc: RealCluster, real_crds: list[Obj], real_namespace: str, real_user: RealSession, tmp_path: Path
+) -> None:
+    """kube-controller-manager's namespace controller empties the namespace kind by kind; the reconciler watching
+    it sends no create and writes no Failed status, and says so in one line."""
+    from kubernetes import client
+
+    names = [f"m{i}" for i in range(10)]
+    for name in names:
+        create_booster(real_user, renamed(load_example("single-vllm-cpu.yaml"), name, real_namespace))
+    with running_reconciler(real_api_gc, namespace=real_namespace, workdir=tmp_path) as reconciler:
+        for name in names:
+            wait_condition(real_user, real_namespace, name, "Initialized", "True", timeout=TIMEOUT)
+        time.sleep(0.5)
+        posts = requests(reconciler, "POST")
+        client.CoreV1Api(real_user.user).delete_namespace(real_namespace)
+        failed_seen = set()
+
+        def gone() -> bool:
+            items = custom(real_user).list_namespaced_custom_object(WORKLOAD, "v1alpha1", real_namespace,
+                                                                    "modelboosters")["items"]  # fmt: skip
+            failed_seen.update(i["metadata"]["name"] for i in items if (condition(i, "Failed") or {}).get("status")
+                               == "True")  # fmt: skip
+            return not items and all(
+                not custom(real_user).list_namespaced_custom_object(group, "v1alpha1", real_namespace, plural)["items"]
+                for group, plural in (MODEL_SERVINGS, MODEL_SERVERS)
+            )
+
+        wait_for(gone, timeout=TIMEOUT, what="the namespace's content to be deleted")
+        time.sleep(1.0)
+        assert requests(reconciler, "POST") == posts  # no create of a child, no Event post
+        assert failed_seen == set()
+        log = reconciler.process.log_path.read_text(errors="replace")
+        assert log.count(f"namespace {real_namespace} is being deleted") == 1, reconciler.process.log_tail()
+        assert "Forbidden" not in log
