@@ -1,14 +1,23 @@
-"""Writing children: decide whether a child needs a write, and write it without fighting anyone.
+"""Writing children: decide whether a child needs a write, and write it without fighting anyone
+(docs/design/reconciler.md §3–§7).
 
 Strategy (and why):
 - **Create with POST** when the cache has no object of that name. The API server then guarantees we never
-  overwrite something that already exists: `409 AlreadyExists` leads to a GET, and the object is adopted only if
-  its controller ownerReference is this ModelBooster (e.g. we created it just before a restart); otherwise the
-  reconcile fails with a message naming the object. A server-side apply cannot express "create only".
+  overwrite something that already exists: `409 AlreadyExists` leads to a GET, and the object is judged like a
+  cached one (ours, adoptable, or refused) and cached when it carries our labels. A server-side apply cannot
+  express "create only".
+- **Adopt deliberately** (`adoptable`): an object without a controller reference that carries the owner's
+  selector labels, or whose reference names the owner without `controller: true`, after a fresh check that
+  the owner still exists (`can_adopt`). Anything else of that name raises NotControlledError, which names the
+  object and the command that frees the name; a terminating child raises ChildTerminating.
 - **Update with server-side apply** (`fieldManager=modelbooster`, `force=true`) when a cached child we control
   differs from the desired state. We send only the fields we own, so fields set by others (the autoscaler's
-  `spec.replicas`, labels added by users, status written by other controllers) are left alone, and there is
-  no resourceVersion to conflict on, so a busy child never makes us loop on 409s.
+  `spec.replicas`, status written by other controllers) are left alone, and there is no resourceVersion to
+  conflict on, so a busy child never makes us loop on 409s.
+- **Remove foreign fields with one merge patch**: server-side apply cannot remove a field another manager owns.
+  When runtime/foreign.py finds fields another manager added to the spec, the write is a JSON merge patch of
+  the whole desired spec (lists replaced whole) with nulls for their keys; see that module for why
+  managedFields, not a plain comparison, tell them from server defaults.
 - **ModelServing replicas under autoscaling** (docs/design/reconciler.md §7): the create sets `spec.replicas`
   to the desired minimum. Later applies leave it out, because once the autoscaler manages it, it is not ours.
   One trap: with server-side apply, leaving out a field that our *apply* previously owned deletes it (the CRD
@@ -19,9 +28,9 @@ Strategy (and why):
 - **Replace what cannot change**: a child whose API makes a field immutable (a ModelRoute's `modelName`) and
   whose live value differs from the desired one is deleted (with the uid as precondition) and created anew.
 - **Apply only what differs**: a child is written only if the desired object is not a subset of the cached
-  one (every field we set has the same value there). Fields the API server defaults or others add do not
-  cause writes; a hand edit of a field we own does, and is reverted. Because our revision digest is a label,
-  a desired change always shows up in the comparison too.
+  one (every field we set has the same value there) or foreign fields were found. Fields the API server
+  defaults cause no writes; a hand edit of a field we own does, and is reverted. Because our revision digest
+  is a label, a desired change always shows up in the comparison too.
 """
 
 from __future__ import annotations
