@@ -114,8 +114,11 @@ class Controller:
         )
         self._sources: list[Informer] = []
         self._primary: Informer | None = None
-        # Reconciles failing because the API server is unavailable: one line per outage, not one per retry.
+        # Reconciles failing because the API server is unavailable: one line per outage, not one per retry; and
+        # the keys that failed so, retried at once when the first reconcile succeeds again, instead of each
+        # waiting out the backoff it built up during the outage (seconds to minutes after a long one).
         self._outage = OutageLog(logger, f"{name}: reconciling")
+        self._outage_keys: set[ObjectKey] = set()
         metrics.init_controller(name, workers)
 
     # ---------------------------------------------------------------- wiring
@@ -215,6 +218,7 @@ class Controller:
             self.queue.add_rate_limited(key)
             if is_outage(error):
                 self._outage.failed(error, detail=str(key))
+                self._outage_keys.add(key)
             else:
                 logger.warning(
                     "reconcile %s failed (retry %d): %s",
@@ -225,7 +229,11 @@ class Controller:
                     extra={"reconcileID": reconcile_id},
                 )
         else:
-            self._outage.succeeded()
+            if self._outage.succeeded():
+                waiting, self._outage_keys = self._outage_keys - {key}, set()
+                for other in waiting:
+                    self.queue.add(other)
+            self._outage_keys.discard(key)
             self.queue.forget(key)
             if result.requeue_after is not None and result.requeue_after > 0:
                 result_label = "requeue_after"

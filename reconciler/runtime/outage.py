@@ -43,7 +43,10 @@ class OutageLog:
         else:
             self._logger.debug("%s failed%s: %s", self._what, where, error)
 
-    def succeeded(self) -> None:
-        if self._failures:
-            self._logger.info("%s works again (%d failed meanwhile)", self._what, self._failures)
-            self._failures = 0
+    def succeeded(self) -> bool:
+        """Note a success; True when it ends a run of failures."""
+        if not self._failures:
+            return False
+        self._logger.info("%s works again (%d failed meanwhile)", self._what, self._failures)
+        self._failures = 0
+        return True

@@ -39,7 +39,7 @@ async def test_deleting_a_namespace_with_ten_model_boosters_makes_no_creates_and
 
     writes = reconciler.writes()
     assert [e for e in writes if e.verb == "create"] == []
-    status_writes = [e for e in writes if e.resource == "modelboosters/status"]
+    status_writes = [e for e in writes if e.resource == "modelboosters" and e.subresource == "status"]
     assert not any("Failed" in str(e.body) and '"True"' in str(e.body) for e in status_writes), status_writes
     assert status_writes == []
     lines = [r for r in caplog.records if "is being deleted" in r.getMessage()]

@@ -1,0 +1,150 @@
+"""A 10 s API server outage with 100 ModelBoosters: how loud the reconciler is, and what it writes in vain.
+
+Runs the real process assembly (reconciler/assembly.py, the product's backoff and retry limits) in this process
+against the fake API server on the same event loop, both on loopback:
+1. `--boosters` ModelBoosters (one vLLM backend each) are created; after `--start-after` seconds — mid
+   convergence — every new connection to the server is cut and every open watch broken (the fake's fault
+   injection: the server is down), for `--outage` seconds;
+2. then the server is back; the run waits until every ModelBooster is Initialized with Failed=False and the
+   work queue is idle, then `--tail` seconds more.
+
+Measured: the reconciler's log lines (all, and WARNING or worse) per second during the outage and in all; how
+long after the outage every ModelBooster converged; the writes the server answered (cut requests are not
+writes), and of them the redundant ones: creates answered 409, and writes beyond the ideal (each child created
+once, each ModelBooster's status written once to Initialized, one `Created` Event each); Failed=True status
+writes; and `modelbooster_event_post_failures_total`.
+
+    python bench/outage_bench.py [--boosters 100] [--outage 10] [--output bench/results/outage.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import logging
+import sys
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakeapi.server import FakeApiServer  # noqa: E402
+from tests.reconciler.harness import (  # noqa: E402
+    FAST,
+    NS,
+    RunningReconciler,
+    backend,
+    booster,
+    crd_documents,
+    eventually,
+)
+
+CHILDREN_PER_BOOSTER = 3  # ModelServing, ModelServer, ModelRoute (no autoscaling)
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[float, int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.INFO and record.name.startswith("reconciler"):
+            self.records.append((time.monotonic(), record.levelno, record.getMessage()))
+
+
+def converged(fake: FakeApiServer, names: list[str]) -> bool:
+    for name in names:
+        obj = fake.get("workload.serving.volcano.sh/v1alpha1", "modelboosters", name, NS) or {}
+        conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
+        if conditions.get("Initialized") != "True" or conditions.get("Failed") != "False":
+            return False
+    return True
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    lines = Lines()
+    logging.getLogger("reconciler").addHandler(lines)
+    logging.getLogger("reconciler").setLevel(logging.INFO)
+    async with FakeApiServer() as fake:
+        for document in crd_documents():
+            fake.register_crd(copy.deepcopy(document))
+        fake.create_namespace(NS)
+        # The product's retry behaviour (reconciler/main.py defaults), not the tests' fast one.
+        settings = replace(FAST, backoff_base=0.005, backoff_max=1000.0, retry_qps=10, retry_burst=100, workers=5)
+        reconciler = RunningReconciler(fake, settings, "outage-bench")
+        await reconciler.start()
+        names = [f"m{i}" for i in range(args.boosters)]
+        for name in names:
+            fake.create(booster(name, backend("a")))
+        await asyncio.sleep(args.start_after)
+        outage = fake.faults.reset_next(None)
+        fake.close_watches(abort=True)
+        outage_start = time.monotonic()
+        await asyncio.sleep(args.outage)
+        fake.faults.remove(outage)
+        outage_end = time.monotonic()
+        controller = reconciler.manager.controllers[0]
+        await eventually(lambda: converged(fake, names) and len(controller.queue) == 0
+                         and not controller.queue.processing(), within=600.0, interval=0.05)  # fmt: skip
+        done = time.monotonic()
+        await asyncio.sleep(args.tail)
+        writes = [e for e in reconciler.writes() if e.status]  # status 0: cut before the server saw it
+        failed_status = sum(
+            1 for e in writes if e.subresource == "status" and '"Failed", "status": "True"' in json.dumps(e.body)
+        )
+        event_failures = reconciler.metric("modelbooster_event_post_failures_total", reason="unavailable")
+        await reconciler.stop()
+    logging.getLogger("reconciler").removeHandler(lines)
+
+    during = [r for r in lines.records if outage_start <= r[0] <= outage_end]
+    by_kind = Counter((e.verb, f"{e.resource}/{e.subresource}" if e.subresource else e.resource, e.status)
+                      for e in writes)  # fmt: skip
+    creates = sum(n for (verb, res, status), n in by_kind.items() if verb == "create" and res not in ("events",)
+                  and status == 201)  # fmt: skip
+    status_writes = sum(n for (verb, res, _), n in by_kind.items() if res == "modelboosters/status")
+    event_writes = sum(n for (_, res, _), n in by_kind.items() if res == "events")
+    ideal = {"creates": args.boosters * CHILDREN_PER_BOOSTER, "status": args.boosters, "events": args.boosters}
+    return {
+        "boosters": args.boosters,
+        "outage_seconds": round(outage_end - outage_start, 2),
+        "log_lines_during_outage": len(during),
+        "log_lines_per_second_during_outage": round(len(during) / (outage_end - outage_start), 2),
+        "warning_lines_during_outage": sum(1 for r in during if r[1] >= logging.WARNING),
+        "log_lines_total": len(lines.records),
+        "warning_lines_total": sum(1 for r in lines.records if r[1] >= logging.WARNING),
+        "converged_seconds_after_outage": round(done - outage_end, 2),
+        "writes_answered": len(writes),
+        "creates_answered_409": sum(n for (v, _, status), n in by_kind.items() if v == "create" and status == 409),
+        "redundant_creates": creates - ideal["creates"],
+        "redundant_status_writes": status_writes - ideal["status"],
+        "redundant_event_writes": event_writes - ideal["events"],
+        "failed_true_status_writes": failed_status,
+        "event_post_failures_counted": event_failures,
+        "writes_by_verb_resource_status": {f"{v} {r} {s}": n for (v, r, s), n in sorted(by_kind.items())},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--boosters", type=int, default=100)
+    parser.add_argument("--outage", type=float, default=10.0)
+    parser.add_argument("--start-after", type=float, default=0.3, help="seconds after the creates")
+    parser.add_argument("--tail", type=float, default=2.0)
+    parser.add_argument("--output", type=Path, default=Path("bench/results/outage.json"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.CRITICAL)  # the figures, not the lines themselves
+    result = asyncio.run(run(args))
+    for key, value in result.items():
+        print(f"{key}: {value}")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
