@@ -63,7 +63,7 @@ from reconciler.runtime.controller import (
     map_to_self,
 )
 from reconciler.runtime.events import EventRecorder
-from reconciler.runtime.foreign import ToleratedFields
+from reconciler.runtime.foreign import RemovalHistory, ToleratedFields
 from reconciler.runtime.informer import EventType, Informer, label_index
 from reconciler.runtime.kinds import NAMESPACE, Kind
 from reconciler.runtime.lean import full_object
@@ -107,6 +107,7 @@ class _Report:
     updated: list[Desired] = field(default_factory=list)
     adopted: list[Desired] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # "<child>: <paths> (set by <manager>)"
+    kept: list[str] = field(default_factory=list)  # the same, for fields someone keeps re-adding
     deleted: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     not_owned: list[str] = field(default_factory=list)
@@ -182,6 +183,7 @@ class ModelBoosterReconciler:
         self.namespaces = namespaces if namespaces is not None else NamespaceLifecycle()
         self.blockers = blockers
         self.tolerated = ToleratedFields()
+        self.removals = RemovalHistory()
         # Set by setup: enqueue a ModelBooster (a blocking object changed).
         self.wake: Callable[[ObjectKey], None] | None = None
         self.client = client
@@ -309,6 +311,7 @@ class ModelBoosterReconciler:
                     selector=selector,
                     can_adopt=can_adopt,
                     tolerated=self.tolerated,
+                    history=self.removals,
                 )
                 for child in desired
             ),
@@ -327,6 +330,8 @@ class ModelBoosterReconciler:
                     report.updated.append(child)
                 if result.removed:
                     report.removed.append(f"{child.ref()}: {'; '.join(result.removed)}")
+                if result.kept:
+                    report.kept.append(f"{child.ref()}: {'; '.join(result.kept)}")
                 if result.action != "unchanged":
                     self.metrics.children_applied.labels(kind=child.kind.kind, action=result.action).inc()
             elif isinstance(result, NotControlledError):
@@ -453,6 +458,13 @@ class ModelBoosterReconciler:
         if report.removed:
             message = "Removed what others added to children: " + "; ".join(report.removed)
             await self.recorder.emit(booster, type="Warning", reason="ForeignFieldsRemoved", message=message)
+        if report.kept:
+            message = (
+                "Left as they are, since someone re-added them after each of 3 removals within 10 minutes (until "
+                "the ModelBooster changes; `kubectl get <child> --show-managed-fields -o yaml` shows who): "
+                + "; ".join(report.kept)
+            )
+            await self.recorder.emit(booster, type="Warning", reason="ForeignFieldsKept", message=message)
         for message in report.not_owned:
             await self.recorder.emit(booster, type="Warning", reason="OwnershipConflict", message=message)
         for message in report.terminating:

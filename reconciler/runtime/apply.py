@@ -43,6 +43,7 @@ from typing import Any, Literal
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.foreign import (
     ForeignField,
+    RemovalHistory,
     ToleratedFields,
     describe_differences,
     find_foreign,
@@ -287,6 +288,8 @@ class ChildOutcome:
     action: Action
     # Foreign fields removed (readable path and manager), for the Event.
     removed: tuple[str, ...] = ()
+    # Foreign fields left as they are because someone re-adds them each time (RemovalHistory).
+    kept: tuple[str, ...] = ()
 
 
 def adoptable(live: dict[str, Any], *, owner_uid: str, selector: Mapping[str, str]) -> bool:
@@ -315,6 +318,7 @@ async def ensure_child(
     selector: Mapping[str, str] | None = None,
     can_adopt: Callable[[], Awaitable[bool]] = _never,
     tolerated: ToleratedFields | None = None,
+    history: RemovalHistory | None = None,
 ) -> ChildOutcome:
     """Create or update one child so that it matches `desired`; raise ApiError, NotControlledError or
     ChildTerminating. `selector`: the labels that make an uncontrolled object ours to adopt; `can_adopt`: a fresh
@@ -368,8 +372,17 @@ async def ensure_child(
         tolerated=tolerated.get(key) if tolerated is not None else (),
     )  # fmt: skip
     removed: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    fought = history.fought(key, (f.path for f in findings)) if history is not None and findings else set()
+    if fought:
+        kept = tuple(_describe(f, desired.obj, live) for f in findings if f.path in fought)
+        findings = [f for f in findings if f.path not in fought]
+        if tolerated is not None:
+            tolerated.add(key, fought)
     if findings:
         removed = tuple(_describe(finding, desired.obj, live) for finding in findings)
+        if history is not None:
+            history.removed(key, (f.path for f in findings))
         patch = removal_patch(desired.obj, findings, leave=desired.foreign_after_create)
         stored = await client.patch(desired.kind, desired.namespace, desired.name, patch, field_manager=manager)
         cache.write_through(stored)
@@ -378,11 +391,11 @@ async def ensure_child(
                                                              ignore=desired.foreign_after_create)))  # fmt: skip
         live = stored
     elif action != "adopted" and child_matches(desired.obj, live, ignore=desired.foreign_after_create):
-        return ChildOutcome(desired, "unchanged")
+        return ChildOutcome(desired, "unchanged", kept=kept)
     if not child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
         cache.write_through(stored)
-    return ChildOutcome(desired, action, removed)
+    return ChildOutcome(desired, action, removed, kept)
 
 
 def _describe(finding: ForeignField, desired: dict[str, Any], live: dict[str, Any]) -> str:

@@ -13,8 +13,11 @@ A list without `x-kubernetes-list-type` in a CRD is atomic: whoever wrote it las
 list of roles. Such an owned value that we render is compared exactly; `describe_differences` then names
 the paths inside it that differ, for the Event.
 
-One trap remains, and `ToleratedFields` closes it: a foreign manager may own a value equal to ours plus
-what the server defaults inside it (someone re-applied an exported copy of the child). Writing our value
+Two traps remain. Another controller may re-add what we remove (a policy engine mutating existing objects):
+no write wins that fight, so `RemovalHistory` gives up on a path removed `limit` times within `window` from the
+same child, and the reconciler says so in an Event. And `ToleratedFields` closes the other: a foreign
+manager may own a value equal to ours plus what the server defaults inside it (someone re-applied an
+exported copy of the child). Writing our value
 makes the server add its defaults again, so the finding survives the write. After each corrective write the
 reconciler looks again at what the server returned; whatever is still found is tolerated for that object,
 so such a field costs one write per process lifetime, never a loop.
@@ -26,8 +29,9 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -240,3 +244,33 @@ class ToleratedFields:
 
     def forget(self, uid: str) -> None:
         self._paths.pop(uid, None)
+
+
+class RemovalHistory:
+    """Per child (uid and desired revision, as ToleratedFields) and path, when we removed a foreign field: a path
+    removed `limit` times within `window` seconds keeps being re-added by someone, and is given up until the
+    desired state changes (bounded like ToleratedFields)."""
+
+    def __init__(
+        self, *, limit: int = 3, window: float = 600.0, size: int = 4096, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._limit = limit
+        self._window = window
+        self._size = size
+        self._clock = clock
+        self._removals: OrderedDict[str, dict[Path, list[float]]] = OrderedDict()
+
+    def fought(self, uid: str, paths: Iterable[Path]) -> set[Path]:
+        """Of `paths`, those already removed `limit` times within the window."""
+        now, history = self._clock(), self._removals.get(uid, {})
+        return {p for p in paths if sum(1 for t in history.get(p, ()) if now - t <= self._window) >= self._limit}
+
+    def removed(self, uid: str, paths: Iterable[Path]) -> None:
+        now = self._clock()
+        history = self._removals.setdefault(uid, {})
+        for path in paths:
+            recent = [t for t in history.get(path, ()) if now - t <= self._window][-self._limit :]
+            history[path] = [*recent, now]
+        self._removals.move_to_end(uid)
+        while len(self._removals) > self._size:
+            self._removals.popitem(last=False)

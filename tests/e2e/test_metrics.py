@@ -20,6 +20,7 @@ from tests.e2e.user import create_booster, delete_booster, load_example, mark_se
 # appear only with the event), with the reason. Everything else documented must have at least one sample.
 EVENT_ONLY: dict[str, str] = {
     "modelbooster_watch_restarts_total": "a watch is re-opened only after its 300 s timeout or a fault",
+    "modelbooster_event_post_failures_total": "only a failed Event post counts (tests/reconciler/test_outage.py)",
     "inferno_remote_requests_total": "only a remote optimizer (INFERNO_HOST) is called; e2e runs the embedded one",
     "inferno_allocation_cost": "set by an Inferno optimisation run, which the e2e round trip does not ask for",
 }

@@ -147,3 +147,20 @@ async def test_idle_resyncs_write_nothing_after_tampering_defaults_and_autoscali
     assert reconciler.writes() == []
     after = reconciler.metric("controller_runtime_reconcile_total", controller="modelbooster", result="success")
     assert after - resyncs >= 10  # the reconciles did run
+
+
+async def test_a_field_someone_keeps_re_adding_is_given_up_after_three_removals(
+    cluster: Cluster, reconciler: RunningReconciler
+) -> None:
+    """Another controller re-adding what we remove is a fight no write wins: three removals, then it is left
+    as it is with a Warning event, and no more writes."""
+    cluster.create_booster(booster("m", backend("a")))
+    await converged(cluster, reconciler)
+    cluster.fake.requests.clear()
+    for _ in range(4):
+        await tamper(cluster, host_network, manager="policy-engine")
+        await quiet(0.3)
+    assert serving_writes(reconciler) == [("patch", "m-a")] * 3
+    await eventually(lambda: cluster.events("ForeignFieldsKept"))
+    assert "hostNetwork (set by policy-engine)" in cluster.events("ForeignFieldsKept")[0]["message"]
+    assert role((cluster.get(MODEL_SERVING, "m-a") or {})["spec"])["spec"]["hostNetwork"] is True
