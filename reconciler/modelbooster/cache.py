@@ -7,7 +7,8 @@ values, only what is read on every event or status computation, and pack the res
   references (event mapping, control checks), deletionTimestamp, and the status fields the conditions read
   (ModelServing `status.conditions` and `status.replicas`). Its spec is packed: only the comparison with the
   desired child reads it, through `full_object`. Of managedFields only the one bit the apply rules need stays
-  (runtime/apply.py `managed_fields_pruner`), packed too.
+  and what other managers own in `spec`, for the foreign-field check (runtime/apply.py
+  `managed_fields_pruner`), packed too.
 - a ModelBooster: metadata and status plain (event handlers and the condition gauge read them); the spec is
   packed: a reconcile reads the whole object through `full_object`. managedFields and kubectl's
   last-applied-configuration annotation (a second copy of the whole object) are dropped: nothing reads them.
