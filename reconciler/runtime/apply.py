@@ -36,6 +36,8 @@ Strategy (and why):
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -373,16 +375,18 @@ async def ensure_child(
     )  # fmt: skip
     removed: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
-    fought = history.fought(key, (f.path for f in findings)) if history is not None and findings else set()
+    signatures = {f.path: _signature(f, live) for f in findings}
+    fought = history.fought(key, signatures.values()) if history is not None and findings else set()
     if fought:
-        kept = tuple(_describe(f, desired.obj, live) for f in findings if f.path in fought)
-        findings = [f for f in findings if f.path not in fought]
+        kept = tuple(_describe(f, desired.obj, live) for f in findings if signatures[f.path] in fought)
+        given_up = {f.path for f in findings if signatures[f.path] in fought}
+        findings = [f for f in findings if f.path not in given_up]
         if tolerated is not None:
-            tolerated.add(key, fought)
+            tolerated.add(key, given_up)
     if findings:
         removed = tuple(_describe(finding, desired.obj, live) for finding in findings)
         if history is not None:
-            history.removed(key, (f.path for f in findings))
+            history.removed(key, (signatures[f.path] for f in findings))
         patch = removal_patch(desired.obj, findings, leave=desired.foreign_after_create)
         stored = await client.patch(desired.kind, desired.namespace, desired.name, patch, field_manager=manager)
         cache.write_through(stored)
@@ -396,6 +400,12 @@ async def ensure_child(
         stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
         cache.write_through(stored)
     return ChildOutcome(desired, action, removed, kept)
+
+
+def _signature(finding: ForeignField, live: dict[str, Any]) -> tuple[Any, ...]:
+    """A foreign field as RemovalHistory tells them apart: where, who, and what value."""
+    value = json.dumps(get_path_any(live, finding.path), sort_keys=True, default=str)
+    return (finding.path, finding.manager, hashlib.sha256(value.encode()).hexdigest()[:16])
 
 
 def _describe(finding: ForeignField, desired: dict[str, Any], live: dict[str, Any]) -> str:

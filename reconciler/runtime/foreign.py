@@ -31,7 +31,7 @@ import copy
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -247,9 +247,10 @@ class ToleratedFields:
 
 
 class RemovalHistory:
-    """Per child (uid and desired revision, as ToleratedFields) and path, when we removed a foreign field: a path
-    removed `limit` times within `window` seconds keeps being re-added by someone, and is given up until the
-    desired state changes (bounded like ToleratedFields)."""
+    """Per child (uid and desired revision, as ToleratedFields), when we removed which foreign field: one removed
+    `limit` times within `window` seconds keeps being re-added by someone, and is given up until the desired state
+    changes (bounded like ToleratedFields). A field is identified by the caller: path, manager and the value
+    removed, so that a person's successive different edits of one list are each a new field."""
 
     def __init__(
         self, *, limit: int = 3, window: float = 600.0, size: int = 4096, clock: Callable[[], float] = time.monotonic
@@ -258,14 +259,14 @@ class RemovalHistory:
         self._window = window
         self._size = size
         self._clock = clock
-        self._removals: OrderedDict[str, dict[Path, list[float]]] = OrderedDict()
+        self._removals: OrderedDict[str, dict[Hashable, list[float]]] = OrderedDict()
 
-    def fought(self, uid: str, paths: Iterable[Path]) -> set[Path]:
+    def fought(self, uid: str, paths: Iterable[Hashable]) -> set[Hashable]:
         """Of `paths`, those already removed `limit` times within the window."""
         now, history = self._clock(), self._removals.get(uid, {})
         return {p for p in paths if sum(1 for t in history.get(p, ()) if now - t <= self._window) >= self._limit}
 
-    def removed(self, uid: str, paths: Iterable[Path]) -> None:
+    def removed(self, uid: str, paths: Iterable[Hashable]) -> None:
         now = self._clock()
         history = self._removals.setdefault(uid, {})
         for path in paths:

@@ -108,6 +108,17 @@ def _restore_edited_children(cluster: Cluster, name: str) -> None:
         wait_for(restored, what=f"{kind[1]} {child} restored")
 
 
+def _adopt_an_orphan(cluster: Cluster, name: str) -> None:
+    """A child whose owner reference was removed is adopted back, after a fresh read of its ModelBooster."""
+    _patch(cluster, MODEL_SERVERS, f"{name}-gpu", {"metadata": {"ownerReferences": None}})
+
+    def adopted() -> bool:
+        obj = get_object(cluster, MODEL_SERVERS, NS, f"{name}-gpu") or {}
+        return bool(obj.get("metadata", {}).get("ownerReferences"))
+
+    wait_for(adopted, what=f"ModelServer {name}-gpu adopted")
+
+
 def _fail_on_foreign_objects(cluster: Cluster, template: str) -> None:
     """Objects named like another ModelBooster's children, created by someone else, are never taken over."""
     for kind, child in _children(template).items():
@@ -209,6 +220,7 @@ def toured(cluster: Cluster) -> Cluster:
     create_booster(cluster, _booster("rbac"))
     wait_condition(cluster, NS, "rbac", "Initialized", "True")
     _restore_edited_children(cluster, "rbac")
+    _adopt_an_orphan(cluster, "rbac")
     _fail_on_foreign_objects(cluster, "rbac")
     _prune_stale_children(cluster, "rbac")
     _damage_and_repair_secrets(cluster)

@@ -176,5 +176,6 @@ def test_deleting_a_namespace_with_ten_model_boosters_creates_nothing_and_fails_
         assert requests(reconciler, "POST") == posts  # no create of a child, no Event post
         assert failed_seen == set()
         log = reconciler.process.log_path.read_text(errors="replace")
-        assert log.count(f"namespace {real_namespace} is being deleted") == 1, reconciler.process.log_tail()
+        # One line when a reconcile met the deletion (none when every ModelBooster went before its children).
+        assert log.count(f"namespace {real_namespace} is being deleted") <= 1, reconciler.process.log_tail()
         assert "Forbidden" not in log
