@@ -155,3 +155,22 @@ async def test_an_unlabelled_object_without_owner_is_not_adopted(
     kept = cluster.get(MODEL_SERVER, "m-a") or {}
     assert kept["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
     assert "give it our labels, and it is adopted" in cluster.conditions()["Failed"]["message"]
+
+
+async def test_a_child_that_lost_our_label_is_read_after_already_exists_and_relabelled_once(
+    cluster: Cluster, reconciler: RunningReconciler
+) -> None:
+    """Out of the label-filtered cache, the child meets `409 AlreadyExists` on create; the object is read, found
+    ours, relabelled with one write, and not created again."""
+    cluster.create_booster(booster("m", backend("a")))
+    await converged(cluster, reconciler)
+    cluster.fake.requests.clear()
+    await cluster.patch(MODEL_SERVER, "m-a", {"metadata": {"labels": {LABEL_MANAGED_BY: None}}})
+    await eventually(lambda: (cluster.get(MODEL_SERVER, "m-a") or {})["metadata"]["labels"].get(LABEL_MANAGED_BY)
+                     == MANAGED_BY_VALUE, message="relabelled")  # fmt: skip
+    await quiet(0.5)
+    server_requests = [(e.verb, e.status) for e in reconciler.fake.requests.entries()
+                       if e.user_agent == reconciler.user_agent and e.resource == "modelservers"
+                       and e.verb in ("create", "get", "patch")]  # fmt: skip
+    assert server_requests == [("create", 409), ("get", 200), ("patch", 200)]
+    assert cluster.condition("m", "Failed") == "False"
