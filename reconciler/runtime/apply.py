@@ -368,38 +368,53 @@ async def ensure_child(
         live, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
         cache.write_through(live)
         action = "adopted"
-    key = f"{(live.get('metadata') or {}).get('uid')}/{desired.revision}"
-    findings = find_foreign(
-        live, desired.obj, manager=manager, ignore=desired.foreign_after_create,
-        tolerated=tolerated.get(key) if tolerated is not None else (),
-    )  # fmt: skip
-    removed: tuple[str, ...] = ()
-    kept: tuple[str, ...] = ()
-    signatures = {f.path: _signature(f, live) for f in findings}
-    fought = history.fought(key, signatures.values()) if history is not None and findings else set()
-    if fought:
-        kept = tuple(_describe(f, desired.obj, live) for f in findings if signatures[f.path] in fought)
-        given_up = {f.path for f in findings if signatures[f.path] in fought}
-        findings = [f for f in findings if f.path not in given_up]
-        if tolerated is not None:
-            tolerated.add(key, given_up)
-    if findings:
-        removed = tuple(_describe(finding, desired.obj, live) for finding in findings)
-        if history is not None:
-            history.removed(key, (signatures[f.path] for f in findings))
-        patch = removal_patch(desired.obj, findings, leave=desired.foreign_after_create)
-        stored = await client.patch(desired.kind, desired.namespace, desired.name, patch, field_manager=manager)
-        cache.write_through(stored)
-        if tolerated is not None:  # what the server put back is its own (see runtime/foreign.py)
-            tolerated.add(key, (f.path for f in find_foreign(stored, desired.obj, manager=manager,
-                                                             ignore=desired.foreign_after_create)))  # fmt: skip
-        live = stored
-    elif action != "adopted" and child_matches(desired.obj, live, ignore=desired.foreign_after_create):
+    live, removed, kept = await _remove_foreign_fields(
+        client=client, cache=cache, desired=desired, live=live, manager=manager, tolerated=tolerated, history=history
+    )
+    if not removed and action != "adopted" and child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         return ChildOutcome(desired, "unchanged", kept=kept)
     if not child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
         cache.write_through(stored)
     return ChildOutcome(desired, action, removed, kept)
+
+
+async def _remove_foreign_fields(
+    *,
+    client: KubeClient,
+    cache: Informer,
+    desired: Desired,
+    live: dict[str, Any],
+    manager: str,
+    tolerated: ToleratedFields | None,
+    history: RemovalHistory | None,
+) -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]:
+    """Remove what other managers added to the child's spec with one merge patch (runtime/foreign.py); returns
+    the child as stored afterwards, what was removed and what was given up (someone keeps re-adding it)."""
+    key = f"{(live.get('metadata') or {}).get('uid')}/{desired.revision}"
+    ignore = desired.foreign_after_create
+    findings = find_foreign(live, desired.obj, manager=manager, ignore=ignore,
+                            tolerated=tolerated.get(key) if tolerated is not None else ())  # fmt: skip
+    if not findings:
+        return live, (), ()
+    signatures = {f.path: _signature(f, live) for f in findings}
+    fought = history.fought(key, signatures.values()) if history is not None else set()
+    given_up = {f.path for f in findings if signatures[f.path] in fought}
+    kept = tuple(_describe(f, desired.obj, live) for f in findings if f.path in given_up)
+    if given_up and tolerated is not None:
+        tolerated.add(key, given_up)
+    findings = [f for f in findings if f.path not in given_up]
+    if not findings:
+        return live, (), kept
+    removed = tuple(_describe(finding, desired.obj, live) for finding in findings)
+    if history is not None:
+        history.removed(key, (signatures[f.path] for f in findings))
+    patch = removal_patch(desired.obj, findings, leave=ignore)
+    stored = await client.patch(desired.kind, desired.namespace, desired.name, patch, field_manager=manager)
+    cache.write_through(stored)
+    if tolerated is not None:  # what the server put back is its own (see runtime/foreign.py)
+        tolerated.add(key, (f.path for f in find_foreign(stored, desired.obj, manager=manager, ignore=ignore)))
+    return stored, removed, kept
 
 
 def _signature(finding: ForeignField, live: dict[str, Any]) -> tuple[Any, ...]:
