@@ -179,3 +179,37 @@ def test_deleting_a_namespace_with_ten_model_boosters_creates_nothing_and_fails_
         # One line when a reconcile met the deletion (none when every ModelBooster went before its children).
         assert log.count(f"namespace {real_namespace} is being deleted") <= 1, reconciler.process.log_tail()
         assert "Forbidden" not in log
+
+
+def test_the_three_owner_reference_cases(reconcile: Any, real_namespace: str, real_user: RealSession) -> None:  # noqa: F811
+    """Reference removed → adopted; reference naming us without `controller` → adopted; controlled by another
+    ModelBooster → refused, with the command that frees the name."""
+    uid = create_booster(real_user, renamed(load_example("single-vllm-cpu.yaml"), "owned", real_namespace))[
+        "metadata"]["uid"]  # fmt: skip
+    other = create_booster(real_user, renamed(load_example("single-vllm-cpu.yaml"), "other", real_namespace))
+    reconcile()
+    initialized = wait_condition(real_user, real_namespace, "owned", "Initialized", "True", timeout=TIMEOUT)
+    wait_condition(real_user, real_namespace, "other", "Initialized", "True", timeout=TIMEOUT)
+    (server,) = children_names(initialized)[MODEL_SERVERS]
+
+    def set_refs(refs: list[Obj] | None) -> None:
+        custom(real_user).patch_namespaced_custom_object(MODEL_SERVERS[0], "v1alpha1", real_namespace,
+                                                         MODEL_SERVERS[1], server,
+                                                         {"metadata": {"ownerReferences": refs}})  # fmt: skip
+
+    def controlled_by_us() -> bool:
+        refs = (get_object(real_user, MODEL_SERVERS, real_namespace, server) or {})["metadata"].get("ownerReferences")
+        return [(r["uid"], r.get("controller")) for r in refs or ()] == [(uid, True)]
+
+    set_refs(None)
+    wait_for(controlled_by_us, timeout=TIMEOUT, what="the child without a reference to be adopted")
+    set_refs([{"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "ModelBooster", "name": "owned",
+               "uid": uid, "controller": False}])  # fmt: skip
+    wait_for(controlled_by_us, timeout=TIMEOUT, what="the child whose reference lost `controller` to be adopted")
+    set_refs([{"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "ModelBooster", "name": "other",
+               "uid": other["metadata"]["uid"], "controller": True}])  # fmt: skip
+    failed = wait_condition(real_user, real_namespace, "owned", "Failed", "True", timeout=TIMEOUT)
+    message = condition(failed, "Failed")["message"]  # type: ignore[index]
+    assert "controlled by ModelBooster other" in message
+    assert f"kubectl delete modelservers.networking.serving.volcano.sh -n {real_namespace} {server}" in message
+    assert not controlled_by_us()
