@@ -45,6 +45,7 @@ from reconciler.runtime.apply import (
     ChildTerminating,
     Desired,
     NotControlledError,
+    controller_ref,
     delete_child,
     ensure_child,
     is_controlled_by,
@@ -93,6 +94,8 @@ logger = logging.getLogger(__name__)
 CONTROLLER_NAME = "modelbooster"
 CHILD_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}"
 UID_INDEX = "model-uid"
+# Children by "<namespace>/<model name>": orphans of this model (§4) that the ModelBooster no longer wants.
+MODEL_INDEX = "model-name"
 
 
 class InvalidSpec(Exception):
@@ -369,15 +372,28 @@ class ModelBoosterReconciler:
                             wake=lambda: wake(key))  # fmt: skip
 
     async def _prune(self, booster: dict[str, Any], uid: str, desired: Sequence[Desired], report: _Report) -> None:
+        """Delete the children this ModelBooster controls and no longer wants, and its orphans it does not want
+        (as a ReplicaSet adopts matching orphans and then scales away the excess): objects of its model without a
+        controller reference, e.g. a removed backend's children left by `--cascade=orphan`."""
         wanted = {(child.kind, child.name) for child in desired}
+        meta = booster["metadata"]
+        model_key = f"{meta.get('namespace')}/{meta.get('name')}"
         stale: list[tuple[Kind, dict[str, Any]]] = []
+        orphans = False
         for kind in CHILD_KINDS:
             for live in self.children[kind].by_index(UID_INDEX, uid):
                 name = str((live.get("metadata") or {}).get("name"))
                 if (kind, name) not in wanted and is_controlled_by(live, uid):
                     stale.append((kind, live))
+            for live in self.children[kind].by_index(MODEL_INDEX, model_key):
+                name = str((live.get("metadata") or {}).get("name"))
+                if (kind, name) not in wanted and controller_ref(live) is None and (kind, live) not in stale:
+                    stale.append((kind, live))
+                    orphans = True
         if not stale:
             return
+        if orphans and not await self._still_current(booster):
+            return  # never act for an owner that is gone or going
         results = await asyncio.gather(
             *(
                 delete_child(client=self.client, cache=self.children[kind], kind=kind, live=live)
@@ -473,6 +489,12 @@ class ModelBoosterReconciler:
             await self.recorder.emit(booster, type="Warning", reason="ApplyFailed", message=message)
 
 
+def _model_index(obj: dict[str, Any]) -> Iterable[str]:
+    meta = obj.get("metadata") or {}
+    model = (meta.get("labels") or {}).get(LABEL_MODEL_NAME)
+    return [f"{meta.get('namespace')}/{model}"] if model is not None else []
+
+
 def _summary(verb: str, items: Iterable[str]) -> str:
     return f"{verb} {', '.join(items)}"
 
@@ -523,7 +545,7 @@ def setup_modelbooster_controller(
             namespaces=namespaces,
             label_selector=CHILD_SELECTOR,
             transform=child_transform(field_manager=field_manager),
-            indexers={UID_INDEX: label_index(LABEL_MODEL_UID)},
+            indexers={UID_INDEX: label_index(LABEL_MODEL_UID), MODEL_INDEX: _model_index},
         )
         for kind in CHILD_KINDS
     }

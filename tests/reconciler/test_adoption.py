@@ -174,3 +174,24 @@ async def test_a_child_that_lost_our_label_is_read_after_already_exists_and_rela
                        and e.verb in ("create", "get", "patch")]  # fmt: skip
     assert server_requests == [("create", 409), ("get", 200), ("patch", 200)]
     assert cluster.condition("m", "Failed") == "False"
+
+
+async def test_orphans_the_re_applied_model_booster_no_longer_wants_are_deleted(
+    cluster: Cluster, reconciler: RunningReconciler
+) -> None:
+    """As a ReplicaSet adopts matching orphans and scales away the excess: re-applied with one backend and no
+    autoscaling, the other backend's children and the autoscaling pair are deleted, the rest adopted."""
+    cluster.create_booster(model_level(backend("a"), backend("b")))
+    await converged(cluster, reconciler)
+    await cluster.client.delete(MODEL_BOOSTER, NS, "m", propagation="Orphan")
+    await eventually(lambda: cluster.get(MODEL_BOOSTER, "m") is None)
+    await eventually(lambda: all(refs == [] for refs in controllers(cluster).values()), message="orphaned")
+
+    again = cluster.create_booster(booster("m", backend("a")))
+    uid = again["metadata"]["uid"]
+    await eventually(lambda: cluster.children() == {
+        "ModelServing": ["m-a"], "ModelServer": ["m-a"], "ModelRoute": ["m"],
+        "AutoscalingPolicy": [], "AutoscalingPolicyBinding": []}, message="pruned")  # fmt: skip
+    await eventually(lambda: all(refs == [(uid, True)] for refs in controllers(cluster).values()), message="adopted")
+    assert cluster.condition("m", "Failed") == "False"
+    assert "ModelServing m-b" in cluster.events("Deleted")[0]["message"]
