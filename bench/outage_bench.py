@@ -9,10 +9,10 @@ against the fake API server on the same event loop, both on loopback:
    work queue is idle, then `--tail` seconds more.
 
 Measured: the reconciler's log lines (all, and WARNING or worse) per second during the outage and in all; how
-long after the outage every ModelBooster converged; the writes the server answered (cut requests are not
-writes), and of them the redundant ones: creates answered 409, and writes beyond the ideal (each child created
-once, each ModelBooster's status written once to Initialized, one `Created` Event each); Failed=True status
-writes; and `modelbooster_event_post_failures_total`.
+long after the outage every informer's watch was open again, and every ModelBooster converged (each taken on
+its own); the writes the server answered (cut requests are not writes), and of them the redundant ones: creates
+answered 409, and writes beyond the ideal (each child created once, each ModelBooster's status written once to
+Initialized, one `Created` Event each); Failed=True status writes; and `modelbooster_event_post_failures_total`.
 
     python bench/outage_bench.py [--boosters 100] [--outage 10] [--output bench/results/outage.json]
 """
@@ -83,6 +83,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for name in names:
             fake.create(booster(name, backend("a")))
         await asyncio.sleep(args.start_after)
+        watches = fake.watch_count()
         outage = fake.faults.reset_next(None)
         fake.close_watches(abort=True)
         outage_start = time.monotonic()
@@ -90,9 +91,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         fake.faults.remove(outage)
         outage_end = time.monotonic()
         controller = reconciler.manager.controllers[0]
-        await eventually(lambda: converged(fake, names) and len(controller.queue) == 0
-                         and not controller.queue.processing(), within=600.0, interval=0.05)  # fmt: skip
-        done = time.monotonic()
+        reached: dict[str, float] = {}
+
+        def settled() -> bool:
+            # Each moment taken on its own: the watches back, and every ModelBooster converged.
+            if "watches" not in reached and fake.watch_count() >= watches:
+                reached["watches"] = time.monotonic()
+            if "converged" not in reached and converged(fake, names) and len(controller.queue) == 0 \
+                    and not controller.queue.processing():  # fmt: skip
+                reached["converged"] = time.monotonic()
+            return len(reached) == 2
+
+        await eventually(settled, within=600.0, interval=0.02)
+        watches_back, done = reached["watches"], reached["converged"]
         await asyncio.sleep(args.tail)
         writes = [e for e in reconciler.writes() if e.status]  # status 0: cut before the server saw it
         failed_status = sum(
@@ -118,6 +129,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "warning_lines_during_outage": sum(1 for r in during if r[1] >= logging.WARNING),
         "log_lines_total": len(lines.records),
         "warning_lines_total": sum(1 for r in lines.records if r[1] >= logging.WARNING),
+        "watches_reopened_seconds_after_outage": round(watches_back - outage_end, 2),
         "converged_seconds_after_outage": round(done - outage_end, 2),
         "writes_answered": len(writes),
         "creates_answered_409": sum(n for (v, _, status), n in by_kind.items() if v == "create" and status == 409),
