@@ -14,7 +14,13 @@ its own); the writes the server answered (cut requests are not writes), and of t
 answered 409, and writes beyond the ideal (each child created once, each ModelBooster's status written once to
 Initialized, one `Created` Event each); Failed=True status writes; and `modelbooster_event_post_failures_total`.
 
-    python bench/outage_bench.py [--boosters 100] [--outage 10] [--output bench/results/outage.json]
+With `--real` (needs `KUBEBUILDER_ASSETS`, see tests/realapi/conftest.py) the same runs against a real
+kube-apiserver v1.36 over etcd and our reconciler as a separate process with the chart's arguments; the
+ModelBoosters are created before the reconciler starts, and `--start-after` seconds after it is ready (caches
+synced) kube-apiserver is killed (SIGKILL), to be started again on the same port after `--outage` seconds. Log lines are
+read from the process's log (JSON lines with timestamps), writes from its `rest_client_requests_total`.
+
+    python bench/outage_bench.py [--boosters 100] [--outage 10] [--real] [--output bench/results/outage-100.json]
 """
 
 from __future__ import annotations
@@ -142,16 +148,111 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def run_real(args: argparse.Namespace) -> dict[str, Any]:
+    import os
+    import signal
+    import tempfile
+    from datetime import datetime
+
+    from kubernetes import client
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.e2e.processes import Process
+    from tests.realapi.controlplane import ControlPlane, assets_folder
+    from tests.realapi.crds import apply_crds, chart_crds
+    from tests.realapi.reconciler import running_reconciler
+
+    assets = assets_folder()
+    if assets is None:
+        raise SystemExit("--real needs KUBEBUILDER_ASSETS (see tests/realapi/conftest.py)")
+    plane = ControlPlane(assets)
+    cluster = plane.start()
+    namespace = "outage-bench"
+    try:
+        with cluster.api_client() as api:
+            apply_crds(api, chart_crds())
+            client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+        workdir = Path(tempfile.mkdtemp(prefix="outage-bench-"))
+        names = [f"m{i}" for i in range(args.boosters)]
+        with cluster.api_client() as api:  # created first: the reconciler starts with all of them to do
+            for name in names:
+                document = booster(name, backend("a"))
+                document["metadata"]["namespace"] = namespace
+                client.CustomObjectsApi(api).create_namespaced_custom_object(
+                    "workload.serving.volcano.sh", "v1alpha1", namespace, "modelboosters", document
+                )
+        with running_reconciler(cluster, namespace=namespace, workdir=workdir) as reconciler, \
+                cluster.api_client() as api:  # fmt: skip
+            custom = client.CustomObjectsApi(api)
+            time.sleep(args.start_after)
+            apiserver = next(p for p in plane.processes if p.name == "kube-apiserver" and p.running())
+            outage_start = time.time()
+            os.kill(apiserver.pid, signal.SIGKILL)
+            apiserver.stop()  # reaps it
+            time.sleep(args.outage)
+            again = Process("kube-apiserver", apiserver.args, env={}, log_dir=plane.workdir,
+                            program=apiserver.program)  # fmt: skip
+            plane.processes.append(again)
+            again.start()
+            while cluster.get_raw("/readyz", timeout=1.0) != (200, "ok"):
+                time.sleep(0.05)
+            outage_end = time.time()
+
+            def settled() -> bool:
+                items = custom.list_namespaced_custom_object("workload.serving.volcano.sh", "v1alpha1", namespace,
+                                                             "modelboosters")["items"]  # fmt: skip
+                return len(items) == len(names) and all(
+                    {c["type"]: c["status"] for c in (i.get("status") or {}).get("conditions") or ()}.get("Initialized")
+                    == "True" for i in items)  # fmt: skip
+
+            while not settled():
+                time.sleep(0.1)
+            done = time.time()
+            time.sleep(args.tail)
+            requests: Counter[tuple[str, str]] = Counter()
+            for family in text_string_to_metric_families(reconciler.scrape()):
+                if family.name == "rest_client_requests":
+                    for sample in family.samples:
+                        if sample.name.endswith("_total") and sample.labels["method"] in ("POST", "PATCH", "PUT",
+                                                                                         "DELETE"):  # fmt: skip
+                            requests[(sample.labels["method"], sample.labels["code"])] += int(sample.value)
+            records = []
+            for line in reconciler.process.log_path.read_text(errors="replace").splitlines():
+                try:
+                    record = json.loads(line)
+                    records.append((datetime.fromisoformat(record["ts"]).timestamp(), str(record["level"])))
+                except (ValueError, KeyError, TypeError):
+                    continue
+    finally:
+        plane.stop()
+    during = [r for r in records if outage_start <= r[0] <= outage_end]
+    warning = ("warning", "error", "critical")
+    return {
+        "target": "kube-apiserver v1.36 (KUBEBUILDER_ASSETS), reconciler process",
+        "boosters": args.boosters,
+        "outage_seconds": round(outage_end - outage_start, 2),
+        "log_lines_during_outage": len(during),
+        "log_lines_per_second_during_outage": round(len(during) / (outage_end - outage_start), 2),
+        "warning_lines_during_outage": sum(1 for r in during if r[1] in warning),
+        "log_lines_total": len(records),
+        "warning_lines_total": sum(1 for r in records if r[1] in warning),
+        "converged_seconds_after_outage": round(done - outage_end, 2),
+        "creates_answered_409": requests.get(("POST", "409"), 0),
+        "writes_by_method_code": {f"{m} {c}": n for (m, c), n in sorted(requests.items())},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--boosters", type=int, default=100)
     parser.add_argument("--outage", type=float, default=10.0)
     parser.add_argument("--start-after", type=float, default=0.3, help="seconds after the creates")
     parser.add_argument("--tail", type=float, default=2.0)
-    parser.add_argument("--output", type=Path, default=Path("bench/results/outage.json"))
+    parser.add_argument("--real", action="store_true", help="a real kube-apiserver, killed and restarted")
+    parser.add_argument("--output", type=Path, default=Path("bench/results/outage-100.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)  # the figures, not the lines themselves
-    result = asyncio.run(run(args))
+    result = run_real(args) if args.real else asyncio.run(run(args))
     for key, value in result.items():
         print(f"{key}: {value}")
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,7 @@ from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.namespaces import NamespaceLifecycle, namespace_transform, refused_as_terminating
+from reconciler.runtime.outage import is_unavailable
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from shared.api.modelbooster import ModelBooster
 from shared.backend_shape import backend_objects
@@ -113,10 +114,17 @@ class _Report:
     kept: list[str] = field(default_factory=list)  # the same, for fields someone keeps re-adding
     deleted: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    unavailable: int = 0  # how many of `failures` say the server is unavailable (runtime/outage.py)
     not_owned: list[str] = field(default_factory=list)
     terminating: list[str] = field(default_factory=list)
     namespace_terminating: bool = False
     lora_failures: list[str] = field(default_factory=list)  # already reported by their own events
+
+    @property
+    def unavailable_only(self) -> bool:
+        return bool(self.failures) and self.unavailable == len(self.failures) and not (
+            self.not_owned or self.lora_failures or self.terminating
+        )
 
     @property
     def ok(self) -> bool:
@@ -235,10 +243,18 @@ class ModelBoosterReconciler:
             await self._prune(booster, uid, desired, report)
         if plan is not None:
             await self._finish_lora(booster, plan, outcomes, report)
+        if report.unavailable_only:
+            # The server is (partly) unavailable, e.g. restarting: nothing a user could act on, and a Failed status
+            # and an ApplyFailed event now would only be rewritten once it answers; the retry comes at once then.
+            message = "; ".join(report.failures)
+            report.failures = []
+            await self._post_events(booster, report)
+            raise ReconcileError(message, outage=True)
         # Independent writes: one round trip instead of two.
         await asyncio.gather(self._write_status(booster, report.outcome()), self._post_events(booster, report))
         if not report.ok:
-            raise ReconcileError("; ".join(report.not_owned + report.failures + report.lora_failures))
+            raise ReconcileError("; ".join(report.not_owned + report.terminating + report.failures +
+                                           report.lora_failures))  # fmt: skip
         return Result()
 
     async def _finish_lora(
@@ -347,6 +363,7 @@ class ModelBoosterReconciler:
                 self.namespaces.refused(child.namespace)
             elif isinstance(result, ApiError):
                 report.failures.append(f"applying {child.ref()} failed: {result}")
+                report.unavailable += is_unavailable(result)
             elif isinstance(result, BaseException):
                 raise result
         return servings
@@ -408,6 +425,7 @@ class ModelBoosterReconciler:
                 self.metrics.children_applied.labels(kind=kind.kind, action="deleted").inc()
             elif isinstance(result, ApiError):
                 report.failures.append(f"deleting stale {ref} failed: {result}")
+                report.unavailable += is_unavailable(result)
             elif isinstance(result, BaseException):
                 raise result
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import urlencode, urlsplit
@@ -374,9 +374,12 @@ class KubeClient:
         timeout_seconds: int = 300,
         read_timeout: float | None = None,
         allow_bookmarks: bool = True,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events until the server ends the stream (`timeoutSeconds`) or nothing arrives for
         `read_timeout` seconds, which raises ApiError(status 0, reason "ReadTimeout") so the caller re-watches.
+        `on_open()` is called once the server has accepted the watch (a quiet watch may send nothing for minutes:
+        this is how a caller learns the server answers again).
 
         The read timeout matters: a TCP connection that silently died would otherwise freeze the informer forever
         (the classic "handlers stop working after some time" complaint about Python operators)."""
@@ -400,6 +403,8 @@ class KubeClient:
             self._count("WATCH", str(status))
             if status != 200:
                 raise ApiError.from_status(status, await raw.read())
+            if on_open is not None:
+                on_open()
             while True:
                 try:
                     line = await raw.content.readline()

@@ -115,8 +115,9 @@ class Controller:
         self._sources: list[Informer] = []
         self._primary: Informer | None = None
         # Reconciles failing because the API server is unavailable: one line per outage, not one per retry; and
-        # the keys that failed so, retried at once when the first reconcile succeeds again, instead of each
-        # waiting out the backoff it built up during the outage (seconds to minutes after a long one).
+        # the keys that failed so, retried at once when the server answers again (a watched informer reaches it,
+        # or a reconcile succeeds), instead of each waiting out the backoff it built up during the outage
+        # (seconds to minutes after a long one).
         self._outage = OutageLog(logger, f"{name}: reconciling")
         self._outage_keys: set[ObjectKey] = set()
         metrics.init_controller(name, workers)
@@ -134,6 +135,7 @@ class Controller:
         informer.add_handler(handler)
         if informer not in self._sources:
             self._sources.append(informer)
+            informer.add_recovery_handler(self._retry_outage_keys)
         if primary:
             self._primary = informer
 
@@ -180,6 +182,13 @@ class Controller:
         while True:
             await asyncio.sleep(period)
             self.enqueue_all()
+
+    def _retry_outage_keys(self) -> None:
+        """The API server answers again (a reconcile succeeded, or a watched informer reached it): the keys that
+        failed for the outage are retried now instead of after the backoff they built up meanwhile."""
+        waiting, self._outage_keys = self._outage_keys, set()
+        for key in waiting:
+            self.queue.add(key)
 
     async def _worker(self, index: int) -> None:
         while True:
@@ -229,11 +238,9 @@ class Controller:
                     extra={"reconcileID": reconcile_id},
                 )
         else:
-            if self._outage.succeeded():
-                waiting, self._outage_keys = self._outage_keys - {key}, set()
-                for other in waiting:
-                    self.queue.add(other)
             self._outage_keys.discard(key)
+            if self._outage.succeeded():
+                self._retry_outage_keys()
             self.queue.forget(key)
             if result.requeue_after is not None and result.requeue_after > 0:
                 result_label = "requeue_after"
@@ -251,4 +258,9 @@ def _expected(error: Exception) -> bool:
 
 
 class ReconcileError(Exception):
-    """A retryable failure the reconcile already reported (status, events); logged without traceback."""
+    """A retryable failure the reconcile already reported (status, events); logged without traceback.
+    `outage`: every failure in it was the API server being unavailable (runtime/outage.py)."""
+
+    def __init__(self, message: str, *, outage: bool = False) -> None:
+        super().__init__(message)
+        self.outage = outage

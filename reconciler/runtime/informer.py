@@ -122,6 +122,7 @@ class Informer:
         # Per scope: the resourceVersion the watch has delivered everything up to (events and bookmarks).
         self._resource_versions: dict[str | None, str] = {}
         self._outage = OutageLog(logger, f"{kind.kind} informer")
+        self._recovery_handlers: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ reading
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -148,6 +149,18 @@ class Informer:
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
+
+    def add_recovery_handler(self, handler: Callable[[], None]) -> None:
+        """`handler()` runs when the informer reaches the API server again after failing to (an outage ended)."""
+        self._recovery_handlers.append(handler)
+
+    def _reached_server(self) -> None:
+        if self._outage.succeeded():
+            for handler in self._recovery_handlers:
+                try:
+                    handler()
+                except Exception:
+                    logger.exception("%s informer: recovery handler failed", self.kind)
 
     @property
     def name(self) -> str:
@@ -295,14 +308,14 @@ class Informer:
                     version = await self._gated_list(scope)
                     self._resource_versions[scope] = version
                     self.last_activity = time.monotonic()
-                    self._outage.succeeded()
+                    self._reached_server()
                 version = await self._watch(scope, version)
                 failures = 0
             except asyncio.CancelledError:
                 raise
             except ApiError as error:
-                if error.gone:
-                    logger.info("%s informer (%s): resourceVersion too old, re-listing", self.kind, where)
+                if error.gone:  # routine (the server's watch history moved on, or it restarted): DEBUG
+                    logger.debug("%s informer (%s): resourceVersion too old, re-listing", self.kind, where)
                     self._count_restart("gone")
                     self._resource_versions.pop(scope, None)
                     version = None
@@ -332,9 +345,9 @@ class Informer:
             field_selector=self.field_selector,
             timeout_seconds=self._watch_timeout,
             read_timeout=self._read_timeout,
+            on_open=self._reached_server,
         ):
             self.last_activity = time.monotonic()
-            self._outage.succeeded()
             if event.type == "ERROR":
                 raise ApiError(
                     status=int(event.object.get("code") or 0),

@@ -52,8 +52,9 @@ async def test_conflicts_and_server_errors_are_retried_until_converged(
     assert single_owner(cluster)
     assert reconciler.metric("controller_runtime_reconcile_errors_total", controller="modelbooster") >= 1
     assert reconciler.metric("workqueue_retries_total", name="modelbooster", controller="modelbooster") >= 1
-    # The failures were reported on the way.
+    # The failures were reported on the way; the Event post answered 503 was counted.
     assert cluster.events("ApplyFailed")
+    assert reconciler.metric("modelbooster_event_post_failures_total", reason="unavailable") == 1
 
 
 async def test_failed_is_reported_while_writes_fail_and_cleared_after(

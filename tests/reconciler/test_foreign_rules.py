@@ -152,3 +152,21 @@ def test_an_outage_is_logged_once_and_its_end_once(caplog: pytest.LogCaptureFixt
     assert levels.count(logging.WARNING) == 1
     assert levels.count(logging.INFO) == 1
     assert len(counted) == 100
+
+
+def test_a_flapping_outage_still_makes_two_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """A success in the middle of an outage (a reconcile that needed no request) does not start a new one."""
+    caplog.set_level(logging.DEBUG)
+    now = [0.0]
+    log = OutageLog(logging.getLogger("reconciler.test"), "doing it", grace=30.0, clock=lambda: now[0])
+    error = ApiError(status=0, reason="ClientConnectorError", message="refused")
+    for _ in range(5):
+        log.failed(error)
+        log.failed(error)
+        assert log.succeeded()
+        now[0] += 1.0
+    levels = [r.levelno for r in caplog.records]
+    assert (levels.count(logging.WARNING), levels.count(logging.INFO)) == (1, 1)
+    now[0] += 60.0  # long after: a new outage
+    log.failed(error)
+    assert [r.levelno for r in caplog.records].count(logging.WARNING) == 2

@@ -32,11 +32,14 @@ async def test_an_outage_makes_a_few_log_lines_and_converges_without_redundant_w
     await quiet(0.3)
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("reconciler")]
     by_logger = {name: sum(1 for r in warnings if r.name == name) for name in {r.name for r in warnings}}
-    assert by_logger.get("reconciler.runtime.events", 0) == 1, by_logger
-    assert by_logger.get("reconciler.runtime.controller", 0) <= 1, by_logger
+    assert by_logger.get("reconciler.runtime.events", 0) <= 1, by_logger
+    assert by_logger.get("reconciler.runtime.controller", 0) == 1, by_logger
     assert by_logger.get("reconciler.runtime.informer", 0) <= informers, by_logger
-    assert reconciler.metric("modelbooster_event_post_failures_total", reason="unavailable") >= 5
-    assert any("posting events works again" in r.getMessage() for r in caplog.records)
+    assert any("reconciling works again" in r.getMessage() for r in caplog.records)
+    # Unavailability is not the user's to fix: no Failed status and no ApplyFailed event for it.
+    assert cluster.events("ApplyFailed") == []
+    assert not any('"Failed", "status": "True"' in str(e.body).replace("'", '"') for e in reconciler.writes()
+                   if e.subresource == "status")  # fmt: skip
     # Each child was created once: nothing was answered 409 or written twice after the outage (the cut
     # requests are logged with status 0).
     creates = [e for e in reconciler.writes() if e.verb == "create" and e.resource == "modelservings"]
