@@ -126,7 +126,7 @@ def test_a_deleted_blocking_object_lets_the_model_booster_converge(
     assert condition(failed, "Failed")["reason"] == "OwnershipConflict"  # type: ignore[index]
     assert f"kubectl delete modelservers.networking.serving.volcano.sh -n {real_namespace} {blocked}" in \
         condition(failed, "Failed")["message"]  # type: ignore[index]  # fmt: skip
-    time.sleep(3.0)  # the retries back off meanwhile (5 ms doubling): the next is seconds away
+    time.sleep(1.5)  # the retries back off meanwhile (5 ms doubling): the next is a second or more away
     custom(real_user).delete_namespaced_custom_object(MODEL_SERVERS[0], "v1alpha1", real_namespace,
                                                       MODEL_SERVERS[1], blocked)  # fmt: skip
     started = time.monotonic()
