@@ -11,8 +11,9 @@ leaves unchanged carried over instead of refused (shared/ratchet.py); a rule tha
 lists them in its errors' `reads`.
 
 Order of the errors (all are collected up to `MAX_COLLECTED_ERRORS`, none short-circuits, except that an
-object which does not choose one backend shape reports only that (shared/backend_shape.py), and one which
-does not decode reports only its decoding errors):
+object which does not choose one backend shape, or whose single backend names no replica form or two, reports
+only that (shared/backend_shape.py), and one which does not decode reports only its decoding errors, after a
+`spec.autoscalingPolicy` refused beside a fixed `replicas`):
   1. the reference's rules, docs/design/validation.md §4 (with the real JSON paths);
   2. the unsupported features, docs/design/validation.md §5;
   3. the additional rules, docs/design/validation.md §6 (including the newer line's engine-port, PVC and KV checks).
@@ -37,7 +38,7 @@ from shared.api.modelbooster import (
     ModelBooster,
     ModelWorker,
 )
-from shared.backend_shape import backend_objects, on_wire, shape_errors, with_shape_hints
+from shared.backend_shape import autoscaling_errors, backend_objects, on_wire, shape_errors, with_shape_hints
 from shared.constants import (
     MAX_REPLICAS,
     MAX_ROUTE_LORA_ADAPTERS,
@@ -141,17 +142,20 @@ def parse_defaulted(defaulted_obj: Mapping[str, Any], *, old: Mapping[str, Any] 
 def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[FieldError]]:
     """The decoded model (None if it does not decode) and the errors of every rule about the object itself."""
     shape = shape_errors(raw)
-    if shape:  # which schema applies depends on the shape
+    if shape:  # which schema applies, and how a single backend is read, depend on the shape
         return None, shape
+    # Reported with the others: a policy beside a fixed count leaves no doubt how the object is read.
+    refused_policy = autoscaling_errors(raw)
     model, errors = decode(ModelBooster, raw, limit=MAX_COLLECTED_ERRORS)
     if model is None:
-        return None, with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
+        hinted = with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
+        return None, [*refused_policy, *hinted]
     # Lazily, so that an object with tens of thousands of mistakes stops costing at the collection limit.
     found = chain(
         _core_quantity_errors(model), _reference_rules(model), _unsupported_features(raw), _additional_rules(model)
     )
-    errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors), 0)))
-    return model, on_wire(errors, single=model.spec.backend is not None)
+    errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors) - len(refused_policy), 0)))
+    return model, [*refused_policy, *on_wire(errors, single=model.spec.backend is not None)]
 
 
 def _update_errors(model: ModelBooster, old_raw: Mapping[str, Any]) -> list[FieldError]:

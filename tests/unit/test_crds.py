@@ -231,7 +231,11 @@ def test_cel_rules_reject_every_unsupported_feature_with_the_webhook_message() -
         (rule["rule"], rule["message"], rule.get("fieldPath", ""), rule["reason"]) for rule in backend_shape.cel_rules()
     ]
     assert rules_at(schema, "spec") == [*shape_rules, (rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden)]
-    assert rules_at(schema, "spec.backend") == rules_at(schema, "spec.backends[]")
+    replica_rules = [
+        (rule["rule"], rule["message"], rule.get("fieldPath", ""), rule["reason"])
+        for rule in backend_shape.single_backend_cel_rules()
+    ]
+    assert rules_at(schema, "spec.backend") == [*replica_rules, *rules_at(schema, "spec.backends[]")]
     assert rules_at(schema, "spec.backends[]") == [
         (rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden),
         (
