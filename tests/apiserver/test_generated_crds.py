@@ -79,14 +79,19 @@ def test_the_valid_examples_are_accepted(served: Any, fake_apiserver: FakeApiSer
         # The backend-shape rules are the CRD's own too (docs/design/api.md §8).
         (
             "both-backend-shapes.yaml",
-            "spec: Required value: exactly one of spec.backend (one backend, as Kthena v1.0 writes it) or "
-            "spec.backends (a list of backends), not both",
+            "spec.backends: Forbidden: may not be set together with spec.backend: keep spec.backend for one backend, "
+            "or spec.backends for a list of backends, and remove the other",
         ),
         (
             "single-backend-autoscaling.yaml",
-            "spec.autoscalingPolicy: Forbidden: a single spec.backend has no autoscaling: it runs "
-            "spec.backend.replicas replicas; to autoscale, move the backend into spec.backends and give it "
-            "minReplicas and maxReplicas",
+            "spec.autoscalingPolicy: Forbidden: a spec.backend with replicas (Kthena v1.0) has no autoscaling: it "
+            "runs spec.backend.replicas replicas; to autoscale it, replace replicas with minReplicas and maxReplicas "
+            "(as Kthena v0.2-v0.4 write it)",
+        ),
+        (
+            "backend-replicas-and-range.yaml",
+            "spec.backend.replicas: Forbidden: may not be set together with minReplicas or maxReplicas: replicas is "
+            "Kthena v1.0's fixed count, minReplicas and maxReplicas are Kthena v0.2-v0.4's range; keep one",
         ),
     ],
 )
@@ -103,7 +108,7 @@ def test_neither_shape_is_refused_by_the_crd(served: Any) -> None:
     del body["spec"]["backend"]
     with pytest.raises(ApiException) as caught:
         served.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", body)
-    assert "spec: Required value: exactly one of spec.backend" in message_of(caught.value)
+    assert "spec: Required value: must specify one of spec.backend" in message_of(caught.value)
 
 
 def without_rules(node: Any) -> Any:
