@@ -59,11 +59,13 @@ def test_its_policy_is_the_one_backends_own_and_stays_where_it_was_written() -> 
     booster = parse_modelbooster(obj)
     (internal,) = booster.spec.backends
     assert (internal.min_replicas, internal.max_replicas) == (1, 4)
-    assert internal.autoscaling_policy is not None and booster.spec.autoscaling_policy is None
+    assert internal.autoscaling_policy is not None
+    assert booster.spec.autoscaling_policy is None
     wire = booster.to_wire()["spec"]
     assert set(wire) == {"backend", "autoscalingPolicy"}
     assert wire["autoscalingPolicy"] == defaulted["spec"]["autoscalingPolicy"]
-    assert {"minReplicas", "maxReplicas"} <= set(wire["backend"]) and "replicas" not in wire["backend"]
+    assert {"minReplicas", "maxReplicas"} <= set(wire["backend"])
+    assert "replicas" not in wire["backend"]
 
 
 @pytest.mark.parametrize(
@@ -154,7 +156,8 @@ def test_an_unchanged_range_without_autoscaling_is_carried_over_and_a_new_one_re
 def test_moving_to_another_shape_keeps_the_backend_under_the_same_rules(target: dict[str, Any]) -> None:
     stored = single_modelbooster(range_backend("a", workers=[worker(replicas=1)]))
     (error,) = validate_modelbooster(target, old=stored)
-    assert error.path.endswith("workers[0].replicas") and error.type == "Forbidden"
+    assert error.path.endswith("workers[0].replicas")
+    assert error.type == "Forbidden"
     target["spec"][next(iter(key for key in target["spec"] if key.startswith("backend")))] = (
         single_backend("a") if "backend" in target["spec"] else [range_backend("a")]
     )

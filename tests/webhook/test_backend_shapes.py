@@ -126,6 +126,4 @@ async def test_an_update_may_move_between_shapes(webhook: Webhook) -> None:
     # And a denial on the way names the field the user wrote.
     new["spec"]["backend"]["workers"][0]["replicas"] = 3
     response = await webhook.admit(VALIDATE_PATH, review(operation="UPDATE", obj=new, old=old))
-    assert [cause["field"] for cause in response["status"]["details"]["causes"]] == [
-        "spec.backend.workers[0].replicas"
-    ]
+    assert [cause["field"] for cause in response["status"]["details"]["causes"]] == ["spec.backend.workers[0].replicas"]
