@@ -179,6 +179,54 @@ def test_a_modelbooster_kept_from_kthena_can_be_relabelled_given_a_status_and_de
     assert fake_apiserver.get(f"{GROUP}/v1alpha1", "modelboosters", "legacy", "default") is None
 
 
+def kthena_v04_with_behavior() -> dict[str, Any]:
+    """A ModelBooster as Kthena v0.4.0 stored it: one `spec.backend` with a range, a model-level policy with a
+    `behavior` (which we do not support)."""
+    body = load(ROOT / "examples" / "single-backend-autoscaling-kthena-v04.yaml")
+    body["metadata"] = {"name": "legacy-v04", "namespace": "default"}
+    body["spec"]["autoscalingPolicy"]["behavior"] = {"scaleDown": {"stabilizationWindow": "5m"}}
+    return body
+
+
+@pytest.fixture
+def kept_from_kthena_v04(kube_client: Any) -> Any:
+    """A Kthena v0.2-v0.4 ModelBooster stored under a rule-less CRD that ours then replaced."""
+    extensions: Any = client.ApiextensionsV1Api(kube_client)
+    definition = modelbooster_crd()
+    kthena = copy.deepcopy(definition)
+    kthena["spec"] = without_rules(kthena["spec"])
+    created = extensions.create_custom_resource_definition(kthena)
+    api: Any = client.CustomObjectsApi(kube_client)
+    api.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", kthena_v04_with_behavior())
+    definition["metadata"]["resourceVersion"] = created.metadata.resource_version
+    extensions.replace_custom_resource_definition(definition["metadata"]["name"], definition)
+    return api
+
+
+def test_a_kthena_v04_modelbooster_stays_manageable_under_our_crd(
+    kept_from_kthena_v04: Any, fake_apiserver: FakeApiServer
+) -> None:
+    """Its shape is ours to serve, and its unsupported `behavior` is carried over by the presence rule."""
+    api = kept_from_kthena_v04
+    relabelled = api.patch_namespaced_custom_object(
+        GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04", {"metadata": {"labels": {"team": "a"}}}
+    )
+    assert relabelled["metadata"]["labels"] == {"team": "a"}
+    assert (relabelled["spec"]["backend"]["minReplicas"], relabelled["spec"]["backend"]["maxReplicas"]) == (1, 4)
+    condition = {"type": "Failed", "status": "True", "reason": "InvalidSpec", "message": "x"}
+    status = {"conditions": [{**condition, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    api.patch_namespaced_custom_object_status(
+        GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04", {"status": status}
+    )
+    widened = api.patch_namespaced_custom_object(
+        GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04", {"spec": {"backend": {"maxReplicas": 6}}}
+    )
+    assert widened["metadata"]["generation"] == 2
+    api.delete_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04")
+    fake_apiserver.settle()
+    assert fake_apiserver.get(f"{GROUP}/v1alpha1", "modelboosters", "legacy-v04", "default") is None
+
+
 def test_kept_features_may_be_edited_or_dropped_but_a_new_backend_may_not_bring_them(kept_from_kthena: Any) -> None:
     api = kept_from_kthena
 
