@@ -57,7 +57,7 @@ DEFAULT_WORKER_PODS = 1
 DEFAULT_TOLERANCE_PERCENT = 10
 # Kthena v1.0 leaves an unset scheduler out of the ModelServing, whose CRD then defaults it to Volcano; we write
 # the ModelServing's schedulerName always (v0.1.0's child contract, "" for the cluster's default scheduler), so
-# a single backend defaults to what it ran under Kthena v1.0 (docs/design/api.md §8).
+# a single backend (Kthena v0.2 and later) defaults to what it ran under Kthena (docs/design/api.md §8).
 DEFAULT_SINGLE_BACKEND_SCHEDULER = "volcano"
 # Defaults that apply only with model-level autoscaling (the CRD cannot express the condition).
 DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD = "30s"
