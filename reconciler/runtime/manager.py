@@ -66,6 +66,8 @@ class Manager:
         self._informer_tasks: list[asyncio.Task[None]] = []
         # Informers started and stopped while running (kinds that come and go with their CRD).
         self._dynamic: dict[Informer, asyncio.Task[None]] = {}
+        # Coroutines that run beside the informers on every replica, leader or not, until shutdown.
+        self._background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._campaign: asyncio.Task[None] | None = None
         self._cleanups: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._stopping = False
@@ -154,6 +156,11 @@ class Manager:
         """Run `cleanup()` once the manager has stopped (close sessions and the like)."""
         self._cleanups.append(cleanup)
 
+    def add_background(self, factory: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `factory()` beside the informers on every replica from start to shutdown (e.g. to act once a
+        cache has synced); it must not fail."""
+        self._background.append(factory)
+
     def add_leader_task(
         self, name: str, factory: LeaderTaskFactory, *, needs: Sequence[Informer] | None = None
     ) -> None:
@@ -196,6 +203,7 @@ class Manager:
             asyncio.create_task(informer.run(), name=f"informer-{informer.name}")
             for informer in self._informers.values()
         ]
+        background = [asyncio.create_task(factory()) for factory in self._background]
         if self.elector is not None:
             campaign = asyncio.create_task(self.elector.run(self._lead), name="leader-election")
         else:
@@ -205,6 +213,9 @@ class Manager:
             await stop.wait()
         finally:
             self._stopping = True
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             await self._shutdown(campaign)
 
     async def _lead_without_election(self) -> None:

@@ -154,7 +154,9 @@ class ServedResources:
         self.informer: Informer = manager.informer(CRD, transform=_transform(self.groups))
         self._crds: dict[str, ServedCrd] = {}
         self._handlers: list[ChangeHandler] = []
+        self._synced_callbacks: list[Callable[[], None]] = []
         self.informer.add_handler(self._on_event)
+        manager.add_background(self._announce_synced)
 
     # ---------------------------------------------------------------- reading
     @property
@@ -176,6 +178,18 @@ class ServedResources:
         would answer 404 now."""
         crd = self.crd(kind.group, kind.plural)
         return crd.version(kind.version) if crd is not None else None
+
+    def on_synced(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` once, when the first list of CRDs is complete."""
+        self._synced_callbacks.append(callback)
+
+    async def _announce_synced(self) -> None:
+        await self.informer.wait_synced()
+        for callback in self._synced_callbacks:
+            try:
+                callback()
+            except Exception:
+                logger.exception("served resources: synced callback failed")
 
     def subscribe(self, handler: ChangeHandler) -> None:
         """Call `handler(old, new)` after each change of a CRD (see module docstring)."""
