@@ -1,4 +1,4 @@
-"""The child kinds the cluster serves, their shape, and their informers (docs/design/reconciler.md §11).
+"""The child kinds the cluster serves, their shape, and their informers (docs/design/reconciler.md §14).
 
 Clusters that run Kthena keep its child CRDs, in one of three generations (shared/autoscaling_generations.py).
 From the served CRDs (reconciler/runtime/served.py: one CRD watch) this module keeps:
