@@ -292,9 +292,11 @@ async def test_the_binding_kind_absent_at_start_installed_later_and_removed(
     await eventually(lambda: cluster.condition("scaled", "Failed") == "True")
     failed = cluster.conditions("scaled")["Failed"]
     assert failed["reason"] == "KindNotServed"
-    assert failed["message"].startswith(
+    assert failed["message"] == (
         "the cluster does not serve AutoscalingPolicyBinding (workload.serving.volcano.sh/v1alpha1, "
-        "CRD autoscalingpolicybindings.workload.serving.volcano.sh); install the child CRDs"
+        "CRD autoscalingpolicybindings.workload.serving.volcano.sh); install that CRD, ours (kubectl apply "
+        "--server-side -f charts/modelbooster/charts/child-crds/crds/"
+        "workload.serving.volcano.sh_autoscalingpolicybindings.yaml) or Kthena's own"
     )
     await _converged(cluster, "plain")  # every other ModelBooster reconciles normally
     assert not [w for w in child_writes(reconciler) if w[2].startswith("scaled")]
