@@ -16,6 +16,7 @@ itself, one whose kind went away is marked `Failed` with reason `KindNotServed`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -31,11 +32,12 @@ from reconciler.runtime.apply import Desired
 from reconciler.runtime.informer import Handler, Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
-from reconciler.runtime.pruning import Path, field_name, undeclared_paths, without_paths
+from reconciler.runtime.pruning import Path, field_name, schema_covers, undeclared_paths, without_paths
 from reconciler.runtime.served import ServedCrd, ServedResources
 from reconciler.runtime.served_kinds import ServedKindInformers
 from shared.autoscaling_generations import Generation, missing_kinds, served_generation
 from shared.constants import LABEL_REVISION
+from shared.crds import crds as our_crds
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +49,17 @@ CHILD_CRDS_DIRECTORY: Final = "charts/modelbooster/charts/child-crds/crds"
 
 def crd_name(kind: Kind) -> str:
     return f"{kind.plural}.{kind.group}"
+
+
+@functools.cache
+def _our_schemas() -> dict[tuple[str, str, str], Mapping[str, Any]]:
+    """(group, plural, version) -> the openAPIV3Schema of the CRDs we ship (generated from shared/)."""
+    found: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for definition in our_crds():
+        spec = definition["spec"]
+        for version in spec["versions"]:
+            found[(spec["group"], spec["names"]["plural"], version["name"])] = version["schema"]["openAPIV3Schema"]
+    return found
 
 
 class ServedChildren(Mapping[Kind, Informer]):
@@ -66,6 +79,9 @@ class ServedChildren(Mapping[Kind, Informer]):
         self._callbacks: list[Callable[[], None]] = []
         self._reported: set[tuple[str, str, str]] = set()
         self._memo: dict[tuple[Kind, str, int], list[Path]] = {}
+        # Per kind: whether the served schema declares all that ours does (then nothing we write is pruned and
+        # no object needs walking: the common case, our own CRDs or Kthena v0.1.0's). Worked out per CRD change.
+        self._covered: dict[Kind, bool] = {}
         self.generation: Generation | None = None
         self._summary = ""
         self.not_served_fields = Counter(
@@ -186,6 +202,12 @@ class ServedChildren(Mapping[Kind, Informer]):
         schema = self._schema(child.kind)
         if schema is None:
             return []
+        covered = self._covered.get(child.kind)
+        if covered is None:
+            ours = _our_schemas().get((child.kind.group, child.kind.plural, child.kind.version))
+            covered = self._covered[child.kind] = schema_covers(schema, ours) if ours is not None else False
+        if covered:
+            return []
         revision = str(((child.obj.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION) or "")
         key = (child.kind, revision, id(schema))
         if revision and key in self._memo:
@@ -204,6 +226,7 @@ class ServedChildren(Mapping[Kind, Informer]):
         if old is not None and new is not None and old.serving == new.serving and old.versions == new.versions:
             return  # a status or metadata change: nothing served changed
         self._memo.clear()
+        self._covered.clear()
         self._changed()
 
     def _changed(self) -> None:

@@ -83,3 +83,49 @@ def field_name(path: Path) -> str:
     for step in path:
         text += "[]" if isinstance(step, int) else (f".{step}" if text else step)
     return text
+
+
+def schema_covers(served: Mapping[str, Any] | None, ours: Mapping[str, Any] | None) -> bool:
+    """Whether `served` declares everything `ours` declares (so an object that fits `ours` loses nothing to
+    `served`'s pruning). Lets a caller skip walking every object when the served schema is its own or a superset."""
+    if ours is None:
+        return True
+    if served is None:
+        return False
+    return _covers(served, ours, 0, root=True)
+
+
+def _covers(served: Mapping[str, Any], ours: Mapping[str, Any], depth: int, *, root: bool = False) -> bool:
+    if depth > MAX_DEPTH:
+        return False
+    served_preserves = served.get("x-kubernetes-preserve-unknown-fields") is True
+    if ours.get("x-kubernetes-preserve-unknown-fields") is True and not served_preserves:
+        return False
+    served_properties = served.get("properties") if isinstance(served.get("properties"), Mapping) else {}
+    served_extra = served.get("additionalProperties")
+    assert isinstance(served_properties, Mapping)
+    for key, sub in (ours.get("properties") or {}).items():
+        if root and key in _ALWAYS_KEPT:
+            continue
+        if not isinstance(sub, Mapping):
+            continue
+        target = served_properties.get(key)
+        if not isinstance(target, Mapping):
+            target = served_extra if isinstance(served_extra, Mapping) else None
+        if target is None:
+            if served_preserves:
+                continue
+            return False
+        if not _covers(target, sub, depth + 1):
+            return False
+    ours_extra = ours.get("additionalProperties")
+    if isinstance(ours_extra, Mapping):
+        if isinstance(served_extra, Mapping):
+            if not _covers(served_extra, ours_extra, depth + 1):
+                return False
+        elif not served_preserves:
+            return False
+    ours_items, served_items = ours.get("items"), served.get("items")
+    return not isinstance(ours_items, Mapping) or (
+        isinstance(served_items, Mapping) and _covers(served_items, ours_items, depth + 1)
+    )
