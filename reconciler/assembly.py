@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from process.build import register_build_info
 from reconciler.modelbooster.controller import ModelBoosterReconciler, setup_modelbooster_controller
 from reconciler.modelbooster.lora import LoraUpdater, setup_pod_informer
 from reconciler.modelbooster.settings import DynamicSettings, ReconcilerSettings
@@ -108,6 +109,7 @@ async def serve(
 ) -> None:
     """Connect, assemble, register `duties`, serve the probes and metrics, and run until `stop` is set."""
     metrics = Metrics()
+    register_build_info(metrics.registry, component="reconciler")
     if client is None:
         client = await KubeClient.connect(
             kubeconfig=settings.kubeconfig,
