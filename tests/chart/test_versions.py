@@ -73,7 +73,8 @@ def test_build_info_reports_the_version() -> None:
 
 
 def test_the_recorded_digest_covers_the_chart(chart_version: ModuleType) -> None:
-    assert chart_version.problem() is None
+    reason = chart_version.problem()
+    assert reason is None, reason
 
 
 def test_a_template_change_without_a_new_version_is_caught(chart_version: ModuleType, tmp_path: Path) -> None:

@@ -693,9 +693,9 @@ def builtin_resources() -> list[ResourceInfo]:
                 {
                     "spec": _partial(
                         {
-                            "versions": _keyed_list(
-                                "name", _partial({"schema": {"type": "object", "x-kubernetes-map-type": "atomic"}})
-                            )
+                            # Atomic, as kube-apiserver's OpenAPI says: a second field manager applying a
+                            # different list conflicts on `.spec.versions` as a whole.
+                            "versions": {"type": "array", "x-kubernetes-list-type": "atomic"}
                         }
                     ),
                     "status": _partial({"conditions": _keyed_list("type")}),
