@@ -35,9 +35,9 @@ REASON_ABNORMAL = "ModelAbnormal"
 REASON_INVALID = "InvalidSpec"
 REASON_NOT_OWNED = "OwnershipConflict"
 REASON_LORA = "LoraUpdateFailed"
+REASON_KIND_NOT_SERVED = "KindNotServed"
 REASON_SUCCEEDED = "ReconcileSucceeded"
 MESSAGE_SUCCEEDED = "all children are applied"
-
 
 
 @dataclass(frozen=True)

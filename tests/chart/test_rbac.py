@@ -74,9 +74,16 @@ def _ca_injection_grants() -> set[Grant]:
     return grants
 
 
+def _crd_grants() -> set[Grant]:
+    """What the cluster serves is read from the CRDs (reconciler/runtime/served.py): one list+watch."""
+    return {Grant("apiextensions.k8s.io", "customresourcedefinitions", verb, None) for verb in ("list", "watch")}
+
+
 def test_default_reconciler_grants(defaults: Rendered) -> None:
     grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
-    expected = _workload_grants(None) | _release_namespace_grants(self_signed=True) | _ca_injection_grants()
+    expected = (
+        _workload_grants(None) | _release_namespace_grants(self_signed=True) | _ca_injection_grants() | _crd_grants()
+    )
     assert set(grants) == expected
 
 
@@ -85,7 +92,7 @@ def test_cert_manager_mode_grants_no_secrets_and_no_webhook_configurations(
 ) -> None:
     rendered = rendered_scenarios["cert-manager"]
     grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
-    assert set(grants) == _workload_grants(None) | _release_namespace_grants(self_signed=False)
+    assert set(grants) == _workload_grants(None) | _release_namespace_grants(self_signed=False) | _crd_grants()
 
 
 def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
@@ -98,6 +105,7 @@ def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
         | _workload_grants("team-b")
         | _release_namespace_grants(self_signed=True)
         | _ca_injection_grants()
+        | _crd_grants()
     )
     assert set(grants) == expected
 
