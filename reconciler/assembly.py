@@ -62,6 +62,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
         ),
         metrics=metrics,
     )
+    register_build_info(metrics.registry, component="reconciler")
     dynamic = DynamicSettings(settings.synthesis())
     served = ServedResources(manager, groups=OUR_GROUPS)
     recorder = EventRecorder(client, instance=settings.identity)
@@ -119,7 +120,6 @@ async def serve(
 ) -> None:
     """Connect, assemble, register `duties`, serve the probes and metrics, and run until `stop` is set."""
     metrics = Metrics()
-    register_build_info(metrics.registry, component="reconciler")
     if client is None:
         client = await KubeClient.connect(
             kubeconfig=settings.kubeconfig,

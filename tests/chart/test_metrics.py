@@ -20,6 +20,7 @@ from modelbooster.cli import build_parser
 from reconciler.assembly import build
 from reconciler.certduty.duty import register_cert_duty
 from reconciler.certduty.settings import cert_settings_from_args
+from reconciler.crdcheck.check import crd_check_settings_from_args, register_crd_check
 from reconciler.inferno.controller import inferno_settings_from_args, register_inferno
 from reconciler.main import settings_from_args
 from reconciler.runtime.client import KubeClient
@@ -137,6 +138,9 @@ async def _reconciler_registry(rendered: Rendered) -> CollectorRegistry:
         process = build(settings, client, metrics)
         register_cert_duty(process.manager, client, cert_settings_from_args(args, environ=environ))
         register_inferno(process.manager, client, inferno_settings_from_args(args, environ=environ))
+        register_crd_check(
+            process.manager, process.served, settings=crd_check_settings_from_args(args), recorder=None, version="0"
+        )
     finally:
         await client.close()
     return metrics.registry
