@@ -549,6 +549,7 @@ class MutatingWebhookConfigurationStrategy(WebhookConfigurationStrategy):
 
 def builtin_resources() -> list[ResourceInfo]:
     from tests.fakeapi.crds import CrdStrategy
+    from tests.fakeapi.stored_kinds import stored_resources
 
     meta_only = {"type": "object", "x-fake-partial": True}
     webhook_item = _partial({"rules": {"type": "array", "x-kubernetes-list-type": "atomic"}})
@@ -702,4 +703,5 @@ def builtin_resources() -> list[ResourceInfo]:
                 }
             ),
         ),
+        *stored_resources(),
     ]
