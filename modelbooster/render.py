@@ -5,6 +5,11 @@ with the same function the reconciler uses; the children are printed as a YAML s
 the reconciler's order. Nothing is printed on stdout unless every ModelBooster renders, so
 `modelbooster render -f x.yaml | kubectl apply -f -` never applies half a model.
 
+`--generation` picks the shape of Kthena's child CRDs the children are for (shared/autoscaling_generations.py):
+`v0.1` (default: the child CRDs this chart ships, Kthena v0.1.0's), `v0.2` (Kthena v0.2.0 to v0.4.0) or `v1.0`
+(Kthena v1.0.0: no AutoscalingPolicyBinding; the policy holds the target). Fields that generation's CRDs do not
+declare are left out with a warning on stderr, as the reconciler does for the CRDs a cluster serves.
+
 Exit codes: 0 rendered; 1 a ModelBooster is rejected (the webhook's message on stderr) or cannot be
 synthesized; 2 the file or the arguments are unusable (one line on stderr).
 """
@@ -27,6 +32,7 @@ from reconciler.modelbooster.synthesis import (
     SynthesisSettings,
     synthesize,
 )
+from shared.autoscaling_generations import DEFAULT_GENERATION, UNDECLARED_FIELDS, Generation
 from shared.defaults import apply_defaults
 from shared.errors import ValidationFailed
 from shared.validation import parse_defaulted
@@ -54,6 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "one that names another is an error, as with kubectl",
     )
     parser.add_argument(
+        "--generation",
+        choices=[generation.value for generation in Generation],
+        default=DEFAULT_GENERATION.value,
+        help="shape of Kthena's child CRDs in the target cluster: v0.1 (the CRDs this chart ships, Kthena v0.1.0), "
+        f"v0.2 (Kthena v0.2.0-v0.4.0), v1.0 (Kthena v1.0.0) (default: {DEFAULT_GENERATION.value})",
+    )
+    parser.add_argument(
         "--runtime-image", default=DEFAULT_RUNTIME_IMAGE, help=f"runtime sidecar image ({DEFAULT_RUNTIME_IMAGE})"
     )
     parser.add_argument(
@@ -74,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     settings = SynthesisSettings(runtime_image=args.runtime_image, downloader_image=args.downloader_image)
+    generation = Generation(args.generation)
     try:
         documents = _load_modelboosters(args.filename, namespace=args.namespace)
     except ManifestError as error:
@@ -85,7 +99,9 @@ def _run(args: argparse.Namespace) -> int:
     for number, document in enumerate(documents, start=1):
         label = f"document {number} ({_display_name(document)})"
         try:
-            children.extend(_render_one(document, settings=settings, label=label if several else ""))
+            children.extend(
+                _render_one(document, settings=settings, generation=generation, label=label if several else "")
+            )
         except _RenderFailed as error:
             status = EXIT_INVALID
             print(str(error), file=sys.stderr)
@@ -94,7 +110,9 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
-def _render_one(document: dict[str, Any], *, settings: SynthesisSettings, label: str) -> list[dict[str, Any]]:
+def _render_one(
+    document: dict[str, Any], *, settings: SynthesisSettings, generation: Generation, label: str
+) -> list[dict[str, Any]]:
     prefix = f"{label}: " if label else ""
     defaulted = apply_defaults(document)
     for warning in defaulted.warnings:
@@ -104,9 +122,32 @@ def _render_one(document: dict[str, Any], *, settings: SynthesisSettings, label:
     except ValidationFailed as error:
         raise _RenderFailed(f"{label}:\n{error}" if label else str(error)) from None
     try:
-        return synthesize(booster, settings)
+        children = synthesize(booster, settings, generation=generation)
     except SynthesisError as error:
         raise _RenderFailed(f"{PROG}: {prefix}{error}") from None
+    return _without_undeclared(children, generation=generation, prefix=prefix)
+
+
+def _without_undeclared(children: list[dict[str, Any]], *, generation: Generation, prefix: str) -> list[dict[str, Any]]:
+    """Drop what the generation's CRDs do not declare (the API server would), saying so once per kind and field."""
+    warned: set[tuple[str, tuple[str, ...]]] = set()
+    for child in children:
+        kind = str(child.get("kind"))
+        for path in UNDECLARED_FIELDS[generation].get(kind, ()):
+            node: Any = child
+            for step in path[:-1]:
+                node = node.get(step) if isinstance(node, dict) else None
+            if not isinstance(node, dict) or path[-1] not in node:
+                continue
+            del node[path[-1]]
+            if (kind, path) not in warned:
+                warned.add((kind, path))
+                print(
+                    f"Warning: {prefix}{'.'.join(path)} of {kind} is not in the CRD of {generation.releases}; "
+                    "left out (the API server would drop it)",
+                    file=sys.stderr,
+                )
+    return children
 
 
 def _load_modelboosters(source: str, *, namespace: str | None) -> list[dict[str, Any]]:

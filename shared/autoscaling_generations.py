@@ -1,6 +1,6 @@
 """The shapes Kthena's autoscaling objects took over its releases, and which one a cluster serves.
 
-All three generations are `workload.serving.volcano.sh/v1alpha1` (docs/design/kthena-generations.md):
+All three generations are `workload.serving.volcano.sh/v1alpha1` (docs/design/kthena-generations.md §1):
 
 - **v0.1** (Kthena v0.1.0, and the child CRDs we ship): an AutoscalingPolicy holds the metrics
   (`{metricName, targetValue}`); an AutoscalingPolicyBinding holds `policyRef` and either a

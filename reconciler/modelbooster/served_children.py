@@ -1,4 +1,4 @@
-"""The child kinds the cluster serves, their shape, and their informers (docs/design/reconciler.md §11).
+"""The child kinds the cluster serves, their shape, and their informers (docs/design/reconciler.md §14).
 
 Clusters that run Kthena keep its child CRDs, in one of three generations (shared/autoscaling_generations.py).
 From the served CRDs (reconciler/runtime/served.py: one CRD watch) this module keeps:
@@ -41,10 +41,8 @@ logger = logging.getLogger(__name__)
 
 # Bound on the memo of pruned paths per (kind, revision): past it, the memo starts over.
 _MEMO_MAX: Final = 20_000
-INSTALL_HINT: Final = (
-    "install the child CRDs: `helm upgrade <release> <chart> --reuse-values --set crds.installChildCRDs=true`, "
-    "or Kthena's own chart"
-)
+# Where our copy of each child CRD is; any generation of Kthena's own serves too.
+CHILD_CRDS_DIRECTORY: Final = "charts/modelbooster/charts/child-crds/crds"
 
 
 def crd_name(kind: Kind) -> str:
@@ -135,7 +133,9 @@ class ServedChildren(Mapping[Kind, Informer]):
                 if kind not in needed:
                     needed.append(kind)
         return [
-            f"the cluster does not serve {kind.kind} ({kind.api_version}, CRD {crd_name(kind)}); {INSTALL_HINT}"
+            f"the cluster does not serve {kind.kind} ({kind.api_version}, CRD {crd_name(kind)}); install that CRD, "
+            f"ours (kubectl apply --server-side -f {CHILD_CRDS_DIRECTORY}/{kind.group}_{kind.plural}.yaml) "
+            "or Kthena's own"
             for kind in needed
             if self.get(kind) is None
         ]

@@ -22,6 +22,7 @@ EVENT_ONLY: dict[str, str] = {
     "modelbooster_watch_restarts_total": "a watch is re-opened only after its 300 s timeout or a fault",
     "inferno_remote_requests_total": "only a remote optimizer (INFERNO_HOST) is called; e2e runs the embedded one",
     "inferno_allocation_cost": "set by an Inferno optimisation run, which the e2e round trip does not ask for",
+    "modelbooster_fields_not_served_total": "counted when a served child CRD lacks a field we write; e2e installs ours",
 }
 
 

@@ -229,13 +229,15 @@ def resource_from_crd(crd: Obj) -> ResourceInfo:
     for version in spec["versions"]:
         if version.get("served") is False:
             continue
-        has_status = "status" in (version.get("subresources") or {})
+        subresources = version.get("subresources") or {}
+        has_status = "status" in subresources
         if has_status:
             status_versions.add(version["name"])
         versions[version["name"]] = VersionInfo(
             name=version["name"],
             schema=deep_copy((version.get("schema") or {}).get("openAPIV3Schema")),
             status_subresource=has_status,
+            scale_subresource="scale" in subresources,
             printer_columns=deep_copy(version.get("additionalPrinterColumns") or []),
             storage=bool(version.get("storage")),
         )

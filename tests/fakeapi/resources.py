@@ -93,6 +93,7 @@ class VersionInfo:
     name: str
     schema: Obj | None = None  # openAPIV3Schema of a CRD version
     status_subresource: bool = False
+    scale_subresource: bool = False
     printer_columns: list[Obj] = field(default_factory=list)
     storage: bool = True
 
@@ -115,6 +116,8 @@ class ResourceInfo:
     type_schema: Obj | None = None
     # The CRD that registered this resource (uid), for cleanup when the CRD goes away.
     crd_uid: str = ""
+    # Its CRD is being deleted: still served for reading and deleting, no longer for creating.
+    terminating: bool = False
 
     @property
     def list_kind(self) -> str:
