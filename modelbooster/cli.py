@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from process.build import version
+
 
 class _Command(Protocol):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
@@ -89,6 +91,7 @@ def build_parser(
 ) -> argparse.ArgumentParser:
     """The full parser; with `only`, import just that command's module (the others stay listed in --help)."""
     parser = argparse.ArgumentParser(prog="modelbooster", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"modelbooster {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command_info in COMMANDS.items():
         command_parser = sub.add_parser(name, help=command_info.help, description=command_info.help)
@@ -108,7 +111,8 @@ def build_parser(
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in arguments if not a.startswith("-")), None)
-    parser = build_parser(only=chosen if chosen in COMMANDS else None)
+    # With no command (`--version`, `--help`, a mistake) no command's module is needed.
+    parser = build_parser(only=chosen if chosen in COMMANDS else "")
     args = parser.parse_args(arguments)
     missing = getattr(args, "_missing", None)
     if missing is not None:

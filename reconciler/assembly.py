@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from process.build import register_build_info
 from reconciler.modelbooster.controller import ModelBoosterReconciler, setup_modelbooster_controller
 from reconciler.modelbooster.lora import LoraUpdater, setup_pod_informer
 from reconciler.modelbooster.settings import DynamicSettings, ReconcilerSettings
@@ -61,6 +62,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
         ),
         metrics=metrics,
     )
+    register_build_info(metrics.registry, component="reconciler")
     dynamic = DynamicSettings(settings.synthesis())
     served = ServedResources(manager, groups=OUR_GROUPS)
     recorder = EventRecorder(client, instance=settings.identity)

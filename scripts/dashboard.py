@@ -84,12 +84,14 @@ def _quantiles(metric: str, selector: str, by: str, window: str, *, legend: str)
 
 
 def _variables(dashboard: Dashboard) -> Dashboard:
-    def jobs(name: str, label: str, metric: str) -> QueryVariable:
+    def jobs(name: str, label: str, component: str) -> QueryVariable:
+        # modelbooster_build_info has a series from each process's start, so on a quiet cluster (no admission
+        # request yet, no ModelBooster) the variable still finds the job and the panels show their data.
         return (
             QueryVariable(name)
             .label(label)
             .datasource(DATASOURCE)
-            .query(f'label_values({metric}{{namespace="$namespace"}}, job)')
+            .query(f'label_values(modelbooster_build_info{{namespace="$namespace", component="{component}"}}, job)')
             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(VariableSort.ALPHABETICAL_ASC)
         )
@@ -100,12 +102,28 @@ def _variables(dashboard: Dashboard) -> Dashboard:
             QueryVariable("namespace")
             .label("Namespace")
             .datasource(DATASOURCE)
-            .query("label_values(modelbooster_boosters, namespace)")
+            .query("label_values(modelbooster_build_info, namespace)")
             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(VariableSort.ALPHABETICAL_ASC)
         )
-        .with_variable(jobs("webhook_job", "Webhook job", "modelbooster_admission_decisions_total"))
-        .with_variable(jobs("reconciler_job", "Reconciler job", "modelbooster_boosters"))
+        .with_variable(jobs("webhook_job", "Webhook job", "webhook"))
+        .with_variable(jobs("reconciler_job", "Reconciler job", "reconciler"))
+    )
+
+
+def _scrapes(dashboard: Dashboard) -> Dashboard:
+    both = 'namespace="$namespace", job=~"$webhook_job|$reconciler_job"'
+    return dashboard.with_row(Row("Scrape health")).with_panel(
+        _timeseries(
+            "Targets up",
+            "Pods of each process that Prometheus scrapes successfully (`up`), out of those it tries. A pod that "
+            "is not scraped shows no data in the panels below, which is not the same as zero.",
+            "short",
+            Query(f"sum by (job) (up{{{both}}})", "{{job}} up"),
+            Query(f"count by (job) (up{{{both}}})", "{{job}} scraped"),
+            width=24,
+            height=5,
+        )
     )
 
 
@@ -301,7 +319,7 @@ def _boosters(dashboard: Dashboard) -> Dashboard:
             _timeseries(
                 "Time to Initialized p50 / p99",
                 "From creation to the first Initialized=True, over the ModelBoosters initialized in the last "
-                f"{RARE_WINDOW}.",
+                f"{RARE_WINDOW}. Both timestamps have whole seconds: below 1 s means within the second of creation.",
                 "s",
                 *_quantiles("modelbooster_time_to_initialized_seconds", RECONCILER, "", RARE_WINDOW, legend=""),
             )
@@ -370,7 +388,7 @@ def build() -> DashboardModel:
         .time("now-6h", "now")
         .timezone("browser")
     )
-    for section in (_variables, _admission, _reconciler, _boosters, _inferno):
+    for section in (_variables, _scrapes, _admission, _reconciler, _boosters, _inferno):
         dashboard = section(dashboard)
     model = dashboard.build()
     for number, panel in enumerate(model.panels or (), start=1):

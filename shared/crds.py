@@ -37,7 +37,8 @@ from shared.constants import (
     VERSION,
     WORKLOAD_GROUP,
 )
-from shared.schema import structural_problems, structural_schema
+from shared.crd_digest import DIGEST_ANNOTATION, spec_digest
+from shared.schema import apiserver_form, structural_problems, structural_schema
 
 Rule = Mapping[str, Any]
 
@@ -194,6 +195,7 @@ def crd(kind: CrdKind) -> dict[str, Any]:
         node.setdefault("x-kubernetes-validations", []).extend(dict(rule) for rule in rules)
     for path, keywords in kind.keywords.items():
         _node_at(schema, path, kind=kind).update(keywords)
+    schema = apiserver_form(schema)
     problems = structural_problems(schema)
     if problems:
         raise CrdError(f"{kind.name}: not a structural schema: {'; '.join(problems[:5])}")
@@ -216,11 +218,13 @@ def crd(kind: CrdKind) -> dict[str, Any]:
     }
     if kind.printer_columns:
         version["additionalPrinterColumns"] = [column.to_crd() for column in kind.printer_columns]
+    spec = {"group": kind.group, "names": names, "scope": "Namespaced", "versions": [version]}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": kind.name},
-        "spec": {"group": kind.group, "names": names, "scope": "Namespaced", "versions": [version]},
+        # The digest lets the reconciler tell whether the cluster serves this very CRD (shared/crd_digest.py).
+        "metadata": {"name": kind.name, "annotations": {DIGEST_ANNOTATION: spec_digest(spec)}},
+        "spec": spec,
     }
 
 
@@ -283,3 +287,12 @@ def _node_at(schema: dict[str, Any], path: str, *, kind: CrdKind) -> dict[str, A
         if steps_into_items:
             node = node["items"]
     return node
+
+
+def expected_digests(*, include_children: bool = True) -> dict[str, str]:
+    """CRD name -> the digest this version generates; without the child kinds when Kthena provides them."""
+    return {
+        kind.name: definition["metadata"]["annotations"][DIGEST_ANNOTATION]
+        for kind, definition in zip(KINDS, crds(), strict=True)
+        if include_children or kind.chart_directory != CHILD_CRDS_DIRECTORY
+    }

@@ -27,6 +27,10 @@ class DocumentedMetric:
     labels: frozenset[str]
 
 
+# Series Prometheus itself records for every scrape target (not exported by the processes).
+SCRAPE_SERIES: Final = {"up": DocumentedMetric("gauge", frozenset())}
+
+
 def documented_metrics() -> dict[str, DocumentedMetric]:
     """Every metric of the docs' tables with its type and the labels its `Labels` cell names."""
     found: dict[str, DocumentedMetric] = {}
@@ -86,6 +90,7 @@ def family(name: str, documented: dict[str, DocumentedMetric]) -> str | None:
 def problems(expr: str, documented: dict[str, DocumentedMetric]) -> list[str]:
     """Why `expr` reads something the processes do not export (empty when it reads only documented series)."""
     found = uses(expr)
+    documented = {**SCRAPE_SERIES, **documented}
     errors = []
     allowed_grouping = set(TARGET_LABELS)
     for name, matched in found.selectors:

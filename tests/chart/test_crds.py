@@ -14,7 +14,10 @@ import pytest
 import yaml
 
 from modelbooster.cli import main as modelbooster_main
+from tests.chart.kubectl_errors import kubectl_prints
 from tests.chart.render import CHILD_CRDS_DIR, MAIN_CRDS_DIR, Rendered
+from tests.webhook.reviews import review
+from webhook.admission import validate
 
 # Written from docs/design/api.md §1, §5, §7 and docs/design/inferno.md §2.
 OUR_CRDS = {
@@ -133,3 +136,15 @@ def test_notes_example_is_refused_by_admission_with_the_message_notes_promise(
     promised = 'spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated'
     assert promised in message
     assert promised in defaults.notes
+
+
+def test_notes_promise_what_kubectl_prints_for_the_webhooks_denial(defaults: Rendered) -> None:
+    example = _notes_example(defaults.notes)
+    request = review(operation="CREATE", obj=example, dry_run=True)["request"]
+    response = validate(request)
+    assert response["allowed"] is False
+    printed = kubectl_prints(response["status"])
+    assert printed.startswith('The ModelBooster "check-webhook" is invalid: spec.backends[0].type: Invalid value')
+    assert f"Expected: kubectl prints\n     {printed}\n" in defaults.notes
+    # What kubectl does not print: the Status message kube-apiserver prefixes with the webhook's name.
+    assert "denied the request" not in defaults.notes
