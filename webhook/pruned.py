@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from shared.api.modelbooster import ModelBooster
-from shared.backend_shape import LIST_FIELD, SHAPE_DETAIL, SINGLE_FIELD
+from shared.backend_shape import LIST_FIELD, NEITHER_DETAIL, SINGLE_FIELD
 from shared.crd_digest import APPLY_COMMAND
 from shared.errors import FieldError, required
 from shared.schema import structural_schema
@@ -102,7 +102,7 @@ def older_crd_error(obj: Mapping[str, Any], paths: list[str]) -> FieldError | No
     dropped = [path for path in paths if path in (f"spec.{SINGLE_FIELD}", f"spec.{LIST_FIELD}")]
     if not dropped:
         return None
-    return required("spec", f"{SHAPE_DETAIL}; {_older_crd(paths)}")
+    return required("spec", f"{NEITHER_DETAIL}; {_older_crd(paths)}")
 
 
 def older_crd_warning(paths: list[str]) -> str:
