@@ -99,13 +99,13 @@ def test_a_policy_beside_no_replica_form_still_reads_as_a_range() -> None:
         (scaled(range_backend(minReplicas=5, maxReplicas=3)),
          ["spec.backend.minReplicas: Invalid value: 5: minReplicas cannot be greater than maxReplicas"]),
         (scaled(range_backend(minReplicas=0, maxReplicas=3)),
-         ["spec.backend.minReplicas: Invalid value: 0: minReplicas must be >= 1 when backend-level autoscaling is "
-          "set"]),
+         ["spec.backend.minReplicas: Invalid value: 0: minReplicas must be >= 1 when spec.autoscalingPolicy is set: "
+          "the autoscaler reads its metric from the backend's pods, and at zero there is none to scale up on"]),
         (single_modelbooster(range_backend(maxReplicas=0, minReplicas=0)),
          ["spec.backend.maxReplicas: Invalid value: 0: must be greater than or equal to 1"]),
         (scaled(costExpansionRatePercent=200),
-         ["spec.costExpansionRatePercent: Forbidden: costExpansionRatePercent must not be provided when model-level "
-          "autoscaling is not set"]),
+         ["spec.costExpansionRatePercent: Forbidden: costExpansionRatePercent must not be provided with a single "
+          "spec.backend: it weighs the costs of several spec.backends under model-level autoscaling"]),
         (single_modelbooster(range_backend(), autoscalingPolicy={"metrics": []}),
          ["spec.autoscalingPolicy.metrics: Invalid value: 0: should have at least 1 items"]),
     ],
