@@ -147,18 +147,19 @@ def test_an_unchanged_range_without_autoscaling_is_carried_over_and_a_new_one_re
     assert [error.path for error in validate_update(widened, old=stored).errors] == ["spec.backend"]
 
 
-@pytest.mark.parametrize(
-    "target",
-    [single_modelbooster(single_backend("a", workers=[worker(replicas=2)])),
-     modelbooster(range_backend("a", workers=[worker(replicas=2)]))],
-    ids=["to-kthena-v1", "to-list"],
-)  # fmt: skip
-def test_moving_to_another_shape_keeps_the_backend_under_the_same_rules(target: dict[str, Any]) -> None:
+def as_kthena_v1(worker_replicas: int) -> dict[str, Any]:
+    return single_modelbooster(single_backend("a", workers=[worker(replicas=worker_replicas)]))
+
+
+def as_list(worker_replicas: int) -> dict[str, Any]:
+    return modelbooster(range_backend("a", workers=[worker(replicas=worker_replicas)]))
+
+
+@pytest.mark.parametrize("shape", [as_kthena_v1, as_list], ids=["to-kthena-v1", "to-list"])
+def test_moving_to_another_shape_keeps_the_backend_under_the_same_rules(shape: Any) -> None:
+    """The same backend name is the same ModelServing: its workers' replicas stay fixed across shapes."""
     stored = single_modelbooster(range_backend("a", workers=[worker(replicas=1)]))
-    (error,) = validate_modelbooster(target, old=stored)
-    assert error.path.endswith("workers[0].replicas")
+    assert lines(shape(1), old=stored) == []
+    (error,) = validate_modelbooster(shape(2), old=stored)
+    assert error.path == ("spec.backend" if shape is as_kthena_v1 else "spec.backends[0]") + ".workers[0].replicas"
     assert error.type == "Forbidden"
-    target["spec"][next(iter(key for key in target["spec"] if key.startswith("backend")))] = (
-        single_backend("a") if "backend" in target["spec"] else [range_backend("a")]
-    )
-    assert lines(target, old=stored) == []
