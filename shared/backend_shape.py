@@ -192,12 +192,21 @@ def wire_path(path: str) -> str:
     return _SINGLE_PATH + path[len(_FIRST_PREFIX) :]
 
 
-def on_wire(errors: Iterable[FieldError], *, single: bool) -> list[FieldError]:
-    """The errors with the paths the user wrote: unchanged for `spec.backends`, mapped for `spec.backend`."""
+def on_wire(
+    errors: Iterable[FieldError], *, single: bool, wording: Mapping[str, str] | None = None
+) -> list[FieldError]:
+    """The errors with the paths the user wrote: unchanged for `spec.backends`, mapped for `spec.backend`, where
+    a detail found in `wording` is replaced by its text for a single backend."""
     if not single:
         return list(errors)
+    words = wording or {}
     return [
-        replace(error, path=wire_path(error.path), reads=tuple(dict.fromkeys(wire_path(path) for path in error.reads)))
+        replace(
+            error,
+            path=wire_path(error.path),
+            reads=tuple(dict.fromkeys(wire_path(path) for path in error.reads)),
+            detail=words.get(error.detail, error.detail),
+        )
         for error in errors
     ]
 

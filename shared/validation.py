@@ -86,6 +86,18 @@ _GO_SPACE: Final = frozenset(
 )
 
 NO_AUTOSCALING_DETAIL: Final = "minReplicas and maxReplicas must be equal when no autoscaling is set"
+COST_EXPANSION_WITHOUT_MODEL_LEVEL: Final = (
+    "costExpansionRatePercent must not be provided when model-level autoscaling is not set"
+)
+MIN_ONE_WITH_BACKEND_LEVEL: Final = "minReplicas must be >= 1 when backend-level autoscaling is set"
+# How those rules read for a single `spec.backend`, whose `spec.autoscalingPolicy` (Kthena v0.2-v0.4) is that
+# backend's own (docs/design/api.md §8): "model-level" and "backend-level" name the list's two kinds.
+_SINGLE_WORDING: Final = {
+    COST_EXPANSION_WITHOUT_MODEL_LEVEL: "costExpansionRatePercent must not be provided with a single spec.backend: "
+    "it weighs the costs of several spec.backends under model-level autoscaling",
+    MIN_ONE_WITH_BACKEND_LEVEL: "minReplicas must be >= 1 when spec.autoscalingPolicy is set: the autoscaler "
+    "reads its metric from the backend's pods, and at zero there is none to scale up on",
+}
 
 
 def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[FieldError]:
@@ -155,7 +167,8 @@ def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[Fie
         _core_quantity_errors(model), _reference_rules(model), _unsupported_features(raw), _additional_rules(model)
     )
     errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors) - len(refused_policy), 0)))
-    return model, [*refused_policy, *on_wire(errors, single=model.spec.backend is not None)]
+    single = model.spec.backend is not None
+    return model, [*refused_policy, *on_wire(errors, single=single, wording=_SINGLE_WORDING)]
 
 
 def _update_errors(model: ModelBooster, old_raw: Mapping[str, Any]) -> list[FieldError]:
@@ -327,17 +340,14 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                 )
                 yield _reads(error, error.path, "spec.autoscalingPolicy")
         if spec.cost_expansion_rate_percent is not None:
-            error = forbidden(
-                "spec.costExpansionRatePercent",
-                "costExpansionRatePercent must not be provided when model-level autoscaling is not set",
-            )
+            error = forbidden("spec.costExpansionRatePercent", COST_EXPANSION_WITHOUT_MODEL_LEVEL)
             yield _reads(error, error.path, "spec.autoscalingPolicy")
         for i, backend in enumerate(backends):
             if backend.autoscaling_policy is not None and backend.min_replicas < 1:
                 error = invalid(
                     f"spec.backends[{i}].minReplicas",
                     backend.min_replicas,
-                    "minReplicas must be >= 1 when backend-level autoscaling is set",
+                    MIN_ONE_WITH_BACKEND_LEVEL,
                 )
                 yield _reads(error, error.path, *_autoscaling_switches(backends))
         if not backend_level:

@@ -246,17 +246,19 @@ class SingleBackend(_Placement, _Workers, _ReplicaChoice, _Source):
         v0.2-v0.4), that range, scaled by the model's `policy` as the backend's own (Kthena v0.4.0 names its
         autoscaling objects after the backend). Built without validation: the range may be 0..0, which
         `spec.backends` cannot say."""
-        shared = {
-            name: getattr(self, name)
-            for name in type(self).model_fields
-            if name not in ("replicas", "min_replicas", "max_replicas")
-        }
+        shared = {name: getattr(self, name) for name in _SHARED_BACKEND_FIELDS}
         if self.replicas is not None:
             low = high = self.replicas
             policy = None  # refused beside `replicas` (backend_shape.autoscaling_errors); read without it
         else:
             low, high = self.min_replicas or 0, self.max_replicas or 0
         return ModelBackend.model_construct(**shared, min_replicas=low, max_replicas=high, autoscaling_policy=policy)
+
+
+# The fields a single backend passes on to its internal form as they are (all but its replica fields).
+_SHARED_BACKEND_FIELDS: Final = tuple(
+    name for name in SingleBackend.model_fields if name not in _ReplicaChoice.model_fields
+)
 
 
 def _wire_names(model: type[ApiModel]) -> frozenset[str]:
@@ -272,6 +274,10 @@ def _spec_rules() -> dict[str, Any]:
     rules = cel_rules(SPEC_UNSUPPORTED)
     rules["x-kubernetes-validations"] = [*backend_shape.cel_rules(), *rules["x-kubernetes-validations"]]
     return rules
+
+
+# Which of (replicas, minReplicas, maxReplicas) a well-formed single backend sets: the count, or the range.
+_ONE_REPLICA_FORM: Final = frozenset({(True, False, False), (False, True, True)})
 
 
 class _NullNamesNoShape:
@@ -321,9 +327,9 @@ class ModelBoosterSpec(ApiModel):
             # model decoded without validation from holding a backend with no replica count.
             single = self.backend
             given = (single.replicas is not None, single.min_replicas is not None, single.max_replicas is not None)
-            problems = backend_shape.replica_form_errors(*given)
-            if problems:
-                raise ValueError(f"{problems[0].path}: {problems[0].detail}")
+            if given not in _ONE_REPLICA_FORM:
+                (problem, *_) = backend_shape.replica_form_errors(*given)
+                raise ValueError(f"{problem.path}: {problem.detail}")
             self.backends = [single.as_backend(self.autoscaling_policy)]
             self.autoscaling_policy = None
         return self

@@ -99,13 +99,13 @@ def test_a_policy_beside_no_replica_form_still_reads_as_a_range() -> None:
         (scaled(range_backend(minReplicas=5, maxReplicas=3)),
          ["spec.backend.minReplicas: Invalid value: 5: minReplicas cannot be greater than maxReplicas"]),
         (scaled(range_backend(minReplicas=0, maxReplicas=3)),
-         ["spec.backend.minReplicas: Invalid value: 0: minReplicas must be >= 1 when backend-level autoscaling is "
-          "set"]),
+         ["spec.backend.minReplicas: Invalid value: 0: minReplicas must be >= 1 when spec.autoscalingPolicy is set: "
+          "the autoscaler reads its metric from the backend's pods, and at zero there is none to scale up on"]),
         (single_modelbooster(range_backend(maxReplicas=0, minReplicas=0)),
          ["spec.backend.maxReplicas: Invalid value: 0: must be greater than or equal to 1"]),
         (scaled(costExpansionRatePercent=200),
-         ["spec.costExpansionRatePercent: Forbidden: costExpansionRatePercent must not be provided when model-level "
-          "autoscaling is not set"]),
+         ["spec.costExpansionRatePercent: Forbidden: costExpansionRatePercent must not be provided with a single "
+          "spec.backend: it weighs the costs of several spec.backends under model-level autoscaling"]),
         (single_modelbooster(range_backend(), autoscalingPolicy={"metrics": []}),
          ["spec.autoscalingPolicy.metrics: Invalid value: 0: should have at least 1 items"]),
     ],
@@ -147,18 +147,19 @@ def test_an_unchanged_range_without_autoscaling_is_carried_over_and_a_new_one_re
     assert [error.path for error in validate_update(widened, old=stored).errors] == ["spec.backend"]
 
 
-@pytest.mark.parametrize(
-    "target",
-    [single_modelbooster(single_backend("a", workers=[worker(replicas=2)])),
-     modelbooster(range_backend("a", workers=[worker(replicas=2)]))],
-    ids=["to-kthena-v1", "to-list"],
-)  # fmt: skip
-def test_moving_to_another_shape_keeps_the_backend_under_the_same_rules(target: dict[str, Any]) -> None:
+def as_kthena_v1(worker_replicas: int) -> dict[str, Any]:
+    return single_modelbooster(single_backend("a", workers=[worker(replicas=worker_replicas)]))
+
+
+def as_list(worker_replicas: int) -> dict[str, Any]:
+    return modelbooster(range_backend("a", workers=[worker(replicas=worker_replicas)]))
+
+
+@pytest.mark.parametrize("shape", [as_kthena_v1, as_list], ids=["to-kthena-v1", "to-list"])
+def test_moving_to_another_shape_keeps_the_backend_under_the_same_rules(shape: Any) -> None:
+    """The same backend name is the same ModelServing: its workers' replicas stay fixed across shapes."""
     stored = single_modelbooster(range_backend("a", workers=[worker(replicas=1)]))
-    (error,) = validate_modelbooster(target, old=stored)
-    assert error.path.endswith("workers[0].replicas")
+    assert lines(shape(1), old=stored) == []
+    (error,) = validate_modelbooster(shape(2), old=stored)
+    assert error.path == ("spec.backend" if shape is as_kthena_v1 else "spec.backends[0]") + ".workers[0].replicas"
     assert error.type == "Forbidden"
-    target["spec"][next(iter(key for key in target["spec"] if key.startswith("backend")))] = (
-        single_backend("a") if "backend" in target["spec"] else [range_backend("a")]
-    )
-    assert lines(target, old=stored) == []

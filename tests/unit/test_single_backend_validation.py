@@ -1,7 +1,8 @@
-"""Validation of the two backend shapes (docs/design/api.md §8, docs/design/validation.md §8): the rule that
-exactly one is given — from the webhook's function and from the CRD's CEL rules, with the same line — and the
-newer line's rules (docs/design/validation.md §4 and §6) reported at the `spec.backend` paths the user wrote.
-Expected lines are written by hand."""
+"""Validation of the backend shapes (docs/design/api.md §8, docs/design/validation.md §8), Kthena v1.0's above
+all: the rules that exactly one of spec.backend and spec.backends is given, each failure with its own type and
+fix — from the webhook's function and from the CRD's CEL rules, with the same line — and the newer line's rules
+(docs/design/validation.md §4 and §6) reported at the `spec.backend` paths the user wrote. Kthena v0.2-v0.4's
+range is tests/unit/test_range_backend_validation.py. Expected lines are written by hand."""
 
 from __future__ import annotations
 

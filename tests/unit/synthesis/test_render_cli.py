@@ -23,6 +23,21 @@ EXAMPLE_KINDS = {
     "single-vllm-cpu.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "pd-disaggregation-nixl.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "single-backend-kthena-v1.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
+    "single-backend-kthena-v04.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
+    "single-backend-autoscaling-kthena-v04.yaml": [
+        "ModelServing",
+        "ModelServer",
+        "ModelRoute",
+        "AutoscalingPolicy",
+        "AutoscalingPolicyBinding",
+    ],
+    "pd-single-backend-kthena-v04.yaml": [
+        "ModelServing",
+        "ModelServer",
+        "ModelRoute",
+        "AutoscalingPolicy",
+        "AutoscalingPolicyBinding",
+    ],
     "backend-autoscaling.yaml": [
         "ModelServing",
         "ModelServer",
