@@ -200,8 +200,9 @@ def _install(fake: FakeApiServer, crds: list[dict[str, Any]]) -> None:
 async def _converged(cluster: Cluster, *names: str) -> None:
     for name in names:
         await eventually(
-            lambda name=name: cluster.condition(name, "Initialized") == "True"
-            and cluster.condition(name, "Failed") == "False",
+            lambda name=name: (
+                cluster.condition(name, "Initialized") == "True" and cluster.condition(name, "Failed") == "False"
+            ),
             message=name,
         )
 
@@ -339,3 +340,34 @@ async def test_a_cluster_without_any_child_crd_blocks_nothing(
     assert cluster.conditions("plain")["Failed"]["reason"] == "KindNotServed"
     _install(bare, child_crds("v1.0"))
     await _converged(cluster, "plain")
+
+
+async def test_child_crds_upgraded_in_place_rewrite_the_autoscaling_objects_in_the_new_shape(
+    bare: FakeApiServer, cluster: Cluster, start: Callable[[], Awaitable[RunningReconciler]]
+) -> None:
+    """Kthena's CRDs upgraded from v0.1.0's to v0.2.0's while the reconciler runs (`kubectl apply` of the new
+    files): the same Binding is rewritten in the new shape, and the ModelServing loses its topology spread."""
+    _install(bare, child_crds("v0.1"))
+    reconciler = await start()
+    cluster.create_booster(scaled())
+    await _converged(cluster, "scaled")
+    old = cluster.get(AUTOSCALING_POLICY_BINDING, "scaled-a")
+    assert old is not None
+    assert old["spec"] == EXPECTED_SCALED["v0.1"]
+
+    for crd in child_crds("v0.2"):
+        live = cluster.fake.get("apiextensions.k8s.io/v1", "customresourcedefinitions", crd["metadata"]["name"])
+        assert live is not None
+        await cluster.client.replace(CRD, {**live, "spec": crd["spec"]})
+
+    def rewritten() -> bool:
+        binding = cluster.get(AUTOSCALING_POLICY_BINDING, "scaled-a")
+        return binding is not None and binding["spec"] == EXPECTED_SCALED["v0.2"]
+
+    await eventually(rewritten)
+    binding = cluster.get(AUTOSCALING_POLICY_BINDING, "scaled-a")
+    assert binding is not None
+    assert binding["metadata"]["uid"] == old["metadata"]["uid"]  # the same object, updated
+    await eventually(lambda: reconciler.metric("modelbooster_autoscaling_generation", generation="v0.2") == 1)
+    await eventually(lambda: len(cluster.events("FieldNotServed")) == 1)
+    assert cluster.condition("scaled", "Failed") == "False"
