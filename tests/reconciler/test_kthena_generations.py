@@ -371,3 +371,35 @@ async def test_child_crds_upgraded_in_place_rewrite_the_autoscaling_objects_in_t
     await eventually(lambda: reconciler.metric("modelbooster_autoscaling_generation", generation="v0.2") == 1)
     await eventually(lambda: len(cluster.events("FieldNotServed")) == 1)
     assert cluster.condition("scaled", "Failed") == "False"
+
+
+@pytest.mark.parametrize("generation", ["v0.2", "v1.0"])
+async def test_drift_is_corrected_and_stale_autoscaling_pruned_in_a_foreign_shape(
+    generation: str, bare: FakeApiServer, cluster: Cluster, start: Callable[[], Awaitable[RunningReconciler]]
+) -> None:
+    _install(bare, child_crds(generation))
+    await start()
+    cluster.create_booster(scaled())
+    await _converged(cluster, "scaled")
+    kind = AUTOSCALING_POLICY if generation == "v1.0" else AUTOSCALING_POLICY_BINDING
+    await cluster.patch(kind, "scaled-a", {"spec": {"homogeneousTarget": {"maxReplicas": 9}}}, manager="someone")
+
+    def restored() -> bool:
+        obj = cluster.get(kind, "scaled-a")
+        return obj is not None and obj["spec"]["homogeneousTarget"]["maxReplicas"] == 3
+
+    await eventually(restored)
+    live = cluster.get(kind, "scaled-a")
+    assert live is not None
+    expected = EXPECTED_SCALED[generation]
+    assert live["spec"] == expected
+
+    # Autoscaling removed: its objects go, in whatever shape they were.
+    spec = scaled()["spec"]
+    del spec["backends"][0]["autoscalingPolicy"]
+    spec["backends"][0]["maxReplicas"] = 1
+    await cluster.replace_spec("scaled", spec)
+    await eventually(lambda: cluster.names(AUTOSCALING_POLICY) == [])
+    if generation != "v1.0":
+        assert cluster.names(AUTOSCALING_POLICY_BINDING) == []
+    await _converged(cluster, "scaled")
