@@ -187,10 +187,8 @@ def _go_bool(text: str) -> bool:
 
 _FLAGS: Final[dict[str, Flag]] = {
     "--inferno-namespaces": Flag(
-        "inferno_namespaces",
-        comma_list,
-        None,
-        "comma-separated namespaces of Inferno objects (default: those of --namespaces)",
+        "inferno_namespaces", comma_list, None, "comma-separated namespaces of Inferno objects "
+        "(default: those of --namespaces)"
     ),
     "--inferno-timeout": Flag(
         "inferno_timeout", positive_float, DEFAULT_TIMEOUT, "seconds one request to a remote optimizer may take"

@@ -262,7 +262,9 @@ class Validator:
             if schema.get("exclusiveMaximum") and value >= maximum:
                 self._add(e.invalid(path, value, f"{path} in body should be less than {_number(maximum)}"))
             elif value > maximum:
-                self._add(e.invalid(path, value, f"{path} in body should be less than or equal to {_number(maximum)}"))
+                self._add(
+                    e.invalid(path, value, f"{path} in body should be less than or equal to {_number(maximum)}")
+                )
         minimum = schema.get("minimum")
         if isinstance(minimum, (int, float)):
             if schema.get("exclusiveMinimum") and value <= minimum:
@@ -275,7 +277,9 @@ class Validator:
         if isinstance(multiple, (int, float)) and multiple > 0:
             quotient = value / multiple
             if not math.isclose(quotient, round(quotient), rel_tol=0, abs_tol=1e-9):
-                self._add(e.invalid(path, value, f"{path} in body should be a multiple of {_number(multiple)}"))
+                self._add(
+                    e.invalid(path, value, f"{path} in body should be a multiple of {_number(multiple)}")
+                )
 
     def _check_array(self, value: list[Any], schema: Obj, path: str, old: Any, has_old: bool) -> None:
         max_items = schema.get("maxItems")
@@ -337,7 +341,9 @@ class Validator:
             self._add(e.too_many(path, len(value), max_props))
         min_props = schema.get("minProperties")
         if isinstance(min_props, int) and len(value) < min_props:
-            self._add(e.invalid(path, len(value), f"{path} in body should have at least {min_props} properties"))
+            self._add(
+                e.invalid(path, len(value), f"{path} in body should have at least {min_props} properties")
+            )
         for name in schema.get("required") or []:
             if name not in value:
                 self._add(e.required(child_path(path, name), ""))
