@@ -42,6 +42,9 @@ DEFAULT_INVENTORY = {
     ("ConfigMap", f"{P}-reconciler"),
     ("ClusterRole", f"{P}-reconciler"),
     ("ClusterRoleBinding", f"{P}-reconciler"),
+    # Every mode: the served CRDs (which child kinds exist, and whether they are outdated) are read cluster-wide.
+    ("ClusterRole", f"{P}-reconciler-crds"),
+    ("ClusterRoleBinding", f"{P}-reconciler-crds"),
     ("ClusterRole", f"{P}-reconciler-webhook-ca"),
     ("ClusterRoleBinding", f"{P}-reconciler-webhook-ca"),
     ("ClusterRole", f"{P}-reconciler-crds"),
