@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from shared.backend_shape import NEITHER_DETAIL
 from tests.webhook.conftest import Webhook
 from tests.webhook.objects import deep
 from tests.webhook.reviews import as_stored, review
@@ -42,7 +43,7 @@ async def test_an_object_left_without_a_backend_by_an_older_crd_is_refused_with_
     assert (status["code"], status["reason"]) == (422, "Invalid")
     (cause,) = status["details"]["causes"]
     assert cause["field"] == "spec"
-    assert cause["message"].startswith("Required value: exactly one of spec.backend")
+    assert cause["message"].startswith(f"Required value: {NEITHER_DETAIL}")
     assert cause["message"].endswith(OLDER_CRD)
 
 
