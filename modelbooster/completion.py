@@ -63,6 +63,8 @@ def _command_words(name: str, parser: argparse.ArgumentParser) -> _CommandWords:
     positional: list[str] = []
     for action in parser._actions:
         choices = tuple(str(choice) for choice in action.choices or ())
+        if not choices and isinstance(action.metavar, str) and action.metavar.startswith("{"):
+            choices = tuple(action.metavar.strip("{}").split(","))  # values checked by the type, in either case
         if not action.option_strings:
             positional.extend(choices)
             continue
