@@ -19,7 +19,9 @@ def test_the_tls_and_ca_secrets_are_named_as_the_chart_names_them() -> None:
         for volume in webhook["spec"]["template"]["spec"]["volumes"]
         if "secret" in volume
     ]
-    reconciler_args = rendered.one("Deployment", "modelbooster-reconciler")["spec"]["template"]["spec"]["containers"][0]["args"]
+    reconciler_args = rendered.one("Deployment", "modelbooster-reconciler")["spec"]["template"]["spec"]["containers"][
+        0
+    ]["args"]
     [ca_secret] = [arg.split("=", 1)[1] for arg in reconciler_args if arg.startswith("--webhook-ca-secret=")]
     for path in DOCS:
         text = path.read_text(encoding="utf-8")
