@@ -31,7 +31,7 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
     )
 
 
-def read_inputs(args: argparse.Namespace, *, inferno: bool) -> tuple[list[Manifest], Selection]:
+def read_inputs(args: argparse.Namespace, *, inferno_group: str | None) -> tuple[list[Manifest], Selection]:
     """Every object read, and those the command acts on (ManifestError when an input is unusable)."""
     manifests = load_manifests(args.filename, recursive=args.recursive)
-    return manifests, select(manifests, inferno=inferno, other_kinds=args.other_kinds)
+    return manifests, select(manifests, inferno_group=inferno_group, other_kinds=args.other_kinds)

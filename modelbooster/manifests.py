@@ -17,7 +17,6 @@ from typing import Any, BinaryIO
 
 from modelbooster.sources import STDIN, ByteBudget, SourceError, SourceLimits, expand_sources
 from modelbooster.yaml_loader import DEFAULT_LIMITS, ReadLimits, YAMLInputError, load_stream
-from shared.api.inferno import GROUP as INFERNO_GROUP
 from shared.constants import KIND_MODEL_BOOSTER, WORKLOAD_API_VERSION
 
 EXPECTED = "expected YAML or JSON objects"
@@ -81,19 +80,20 @@ def load_manifests(
     return manifests
 
 
-def select(manifests: Sequence[Manifest], *, inferno: bool, other_kinds: str = "skip") -> Selection:
-    """ModelBoosters (checked to be of our apiVersion), Inferno objects when `inferno`, and the count of the
-    rest by kind; with `other_kinds="error"` the first of the rest is a ManifestError instead."""
+def select(manifests: Sequence[Manifest], *, inferno_group: str | None, other_kinds: str = "skip") -> Selection:
+    """ModelBoosters (checked to be of our apiVersion), the objects of `inferno_group` when given, and the count
+    of the rest by kind; with `other_kinds="error"` the first of the rest is a ManifestError instead. (The group
+    comes from the caller: `render` has no use for the Inferno models and does not import them.)"""
     selection = Selection(modelboosters=[], inferno=[], skipped=Counter())
     for manifest in manifests:
         kind, api_version = manifest.obj.get("kind"), manifest.obj.get("apiVersion")
         if not isinstance(kind, str) or not kind or kind == KIND_MODEL_BOOSTER:
             check_modelbooster_identity(manifest.obj, where=f"{manifest.where}: ")
             selection.modelboosters.append(manifest)
-        elif inferno and isinstance(api_version, str) and api_version.split("/", 1)[0] == INFERNO_GROUP:
+        elif inferno_group and isinstance(api_version, str) and api_version.split("/", 1)[0] == inferno_group:
             selection.inferno.append(manifest)
         elif other_kinds == "error":
-            wanted = f"{KIND_MODEL_BOOSTER} or an Inferno kind" if inferno else KIND_MODEL_BOOSTER
+            wanted = f"{KIND_MODEL_BOOSTER} or an Inferno kind" if inferno_group else KIND_MODEL_BOOSTER
             raise ManifestError(f"{manifest.where}: kind is {_show(kind)}, expected {wanted}")
         else:
             selection.skipped[kind] += 1

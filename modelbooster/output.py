@@ -72,4 +72,4 @@ def format_objects(objects: Sequence[Mapping[str, Any]], *, output: str, always_
             else {"apiVersion": "v1", "kind": "List", "items": list(objects)}
         )
         return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
-    return dump_documents(list(objects))
+    return dump_documents([dict(obj) for obj in objects])

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     settings = SynthesisSettings(runtime_image=args.runtime_image, downloader_image=args.downloader_image)
     try:
-        manifests, selection = read_inputs(args, inferno=False)
+        manifests, selection = read_inputs(args, inferno_group=None)
         namespaced = several_namespaces(selection.modelboosters)  # before placing: "default" is not a choice
         for manifest in selection.modelboosters:
             _place(manifest.obj, namespace=args.namespace, where=f"{manifest.where}: ")

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        manifests, selection = read_inputs(args, inferno=True)
+        manifests, selection = read_inputs(args, inferno_group=inferno_api.GROUP)
         old = _load_old(args.old, new=[m.obj for m in selection.modelboosters]) if args.old else None
     except ManifestError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
@@ -216,7 +216,7 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 def _load_old(source: str, *, new: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The one stored object, which must be the same ModelBooster as a document being validated."""
-    documents = [m.obj for m in select(load_manifests([source]), inferno=False, other_kinds="error").modelboosters]
+    documents = [m.obj for m in select(load_manifests([source]), inferno_group=None, other_kinds="error").modelboosters]
     name = source_name(source)
     if len(documents) != 1:
         raise ManifestError(f"{name}: holds {len(documents)} objects, expected exactly one (the stored ModelBooster)")

@@ -69,7 +69,8 @@ def command_parser(command: str) -> argparse.ArgumentParser:
         parser = build_parser(only=command)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return action.choices[command]
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
     raise FlagDocError(f"no subcommand {command}")
 
 

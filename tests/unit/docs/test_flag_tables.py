@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from types import ModuleType
 
@@ -22,7 +23,7 @@ def test_the_tables_in_the_docs_are_up_to_date(flag_tables: ModuleType) -> None:
 
 def _help_options(command: str) -> set[str]:
     parser = cli.build_parser(only=command)
-    [subparsers] = [action for action in parser._actions if action.option_strings == [] and action.choices]
+    [subparsers] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
     text = subparsers.choices[command].format_help()
     options: set[str] = set()
     for line in text.splitlines():
