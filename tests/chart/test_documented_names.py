@@ -42,3 +42,10 @@ def test_every_object_name_the_troubleshooting_commands_use_is_rendered() -> Non
         "modelbooster-webhook-tls",
         "modelbooster-webhook-ca",
     }  # the Secrets are written at run time
+
+
+def test_the_chart_description_names_every_kthena_generation_served() -> None:
+    chart = (REPO_ROOT / "charts" / "modelbooster" / "Chart.yaml").read_text(encoding="utf-8")
+    description = chart.split("description:", 1)[1].split("\ntype:", 1)[0]
+    for generation in ("Kthena v0.1.0", "spec.backends", "v0.2 to v0.4", "v1.0", "spec.backend "):
+        assert generation in description, generation
