@@ -44,6 +44,7 @@ Rule = Mapping[str, Any]
 
 OWN_CRDS_DIRECTORY: Final = "crds"
 CHILD_CRDS_DIRECTORY: Final = "charts/child-crds/crds"
+INFERNO_CRDS_DIRECTORY: Final = "charts/inferno-crds/crds"
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ class CrdKind:
     keywords: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     core_descriptions: bool = True
     # Where the chart keeps the file, relative to the chart: the child kinds live in a subchart so that
-    # `crds.installChildCRDs: false` can leave them to Kthena (Helm installs every crds/ file of an enabled chart).
+    # `crds.installChildCRDs: false` can leave them to Kthena, and the Inferno kinds in one so that
+    # `inferno.enabled: false` leaves them out (Helm installs every crds/ file of an enabled chart).
     chart_directory: str = OWN_CRDS_DIRECTORY
 
     @property
@@ -177,7 +179,15 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         rules=_cel(children.MODEL_ROUTE_RULES),
     ),
     *(
-        CrdKind(INFERNO_GROUP, kind, plural, model, version=INFERNO_VERSION, categories=("inferno",))
+        CrdKind(
+            INFERNO_GROUP,
+            kind,
+            plural,
+            model,
+            version=INFERNO_VERSION,
+            categories=("inferno",),
+            chart_directory=INFERNO_CRDS_DIRECTORY,
+        )
         for kind, plural, model in INFERNO_KINDS
     ),
 )

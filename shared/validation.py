@@ -65,7 +65,8 @@ from shared.naming import (
     model_downloader_name,
     ray_worker_container_name,
 )
-from shared.quantity import check_quantity
+from shared.offered_values import with_offered_values
+from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.ratchet import Ratcheted, ratchet
 from shared.schema import structural_schema
 from shared.unsupported import (
@@ -161,7 +162,7 @@ def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[Fie
     model, errors = decode(ModelBooster, raw, limit=MAX_COLLECTED_ERRORS)
     if model is None:
         hinted = with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
-        return None, [*refused_policy, *hinted]
+        return None, [*refused_policy, *with_offered_values(hinted)]
     # Lazily, so that an object with tens of thousands of mistakes stops costing at the collection limit.
     found = chain(
         _core_quantity_errors(model), _reference_rules(model), _unsupported_features(raw), _additional_rules(model)
@@ -252,7 +253,8 @@ def _core_quantity_errors(model: ModelBooster) -> Iterator[FieldError]:
                 check_quantity(selector.divisor)
             except ValueError as error:
                 path = f"spec.backends[{i}].env[{j}].valueFrom.resourceFieldRef.divisor"
-                yield invalid(path, selector.divisor, str(error))
+                reason = pattern_message(selector.divisor) if str(error) == PATTERN_MESSAGE else str(error)
+                yield invalid(path, selector.divisor, reason)
 
 
 # ---------------------------------------------------------------------------------------------------------

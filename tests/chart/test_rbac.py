@@ -68,9 +68,7 @@ def _ca_injection_grants() -> set[Grant]:
     grants: set[Grant] = set()
     for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         grants |= {Grant("admissionregistration.k8s.io", resource, verb, None) for verb in ("get", "list", "watch")}
-        grants |= {
-            Grant("admissionregistration.k8s.io", resource, "update", None, frozenset({P}))
-        }
+        grants |= {Grant("admissionregistration.k8s.io", resource, "update", None, frozenset({P}))}
     return grants
 
 

@@ -57,10 +57,10 @@ def test_the_chart_holds_exactly_the_generated_crds() -> None:
         assert present[name] == text, f"{name} differs from the generator: run modelbooster crds --chart {CHART}"
 
 
-def test_own_crds_and_child_crds_live_in_different_chart_directories() -> None:
+def test_own_child_and_inferno_crds_live_in_different_chart_directories() -> None:
     files = chart_files()
     assert "crds/workload.serving.volcano.sh_modelboosters.yaml" in files
-    assert "crds/inferno.platform.ai_optimizers.yaml" in files
+    assert "charts/inferno-crds/crds/inferno.platform.ai_optimizers.yaml" in files
     assert "charts/child-crds/crds/workload.serving.volcano.sh_modelservings.yaml" in files
     assert "charts/child-crds/crds/networking.serving.volcano.sh_modelroutes.yaml" in files
     assert len(files) == len(IDENTITY)

@@ -187,7 +187,7 @@ def test_a_quantity_decodes(value: object, decoded: int | str) -> None:
         ([1], TYPE_MESSAGE),
         ({"a": 1}, TYPE_MESSAGE),
         ("bad", PATTERN_MESSAGE),
-        ("1Gi ", PATTERN_MESSAGE),
+        ("1Gi ", f'did you mean "1Gi"?; {PATTERN_MESSAGE}'),
         ("", PATTERN_MESSAGE),
     ],
 )

@@ -181,6 +181,7 @@ patched when they repeat.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
+{{- if .Values.inferno.enabled }}
 - apiGroups: ["inferno.platform.ai"]
   resources: ["accelerators", "models", "serviceclasses", "capacities"]
   verbs: ["list", "watch"]
@@ -192,6 +193,7 @@ patched when they repeat.
 - apiGroups: ["inferno.platform.ai"]
   resources: ["optimizers/status", "accelerators/status", "models/status", "serviceclasses/status", "servers/status", "capacities/status"]
   verbs: ["patch"]
+{{- end }}
 {{- end -}}
 
 {{/* The labels block of one alert: `severity`, then metrics.prometheusRule.alertLabels (which cannot replace it). */}}

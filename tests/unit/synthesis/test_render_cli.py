@@ -206,7 +206,7 @@ def test_synthesis_failure_exits_1(
         (None, "no such file"),
         ("", "no documents"),
         ("a: [", "not valid YAML"),
-        ("apiVersion: v1\nkind: ConfigMap\n", 'kind is "ConfigMap", expected ModelBooster'),
+        ("apiVersion: v1\nkind: ModelBooster\n", 'apiVersion is "v1", expected workload.serving.volcano.sh/v1alpha1'),
         ("- 1\n", "is a list"),
     ],
 )
