@@ -19,8 +19,6 @@ from tests.chart.render import CHART_DIR, REPO_ROOT, Rendered
 from tests.chart.scripts import load_script
 from webhook.metrics import WebhookMetrics
 
-SUBCHART = CHART_DIR / "charts" / "child-crds"
-
 
 @pytest.fixture(scope="module")
 def chart_version() -> ModuleType:
@@ -36,15 +34,21 @@ def package_version() -> str:
     return str(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"])
 
 
+SUBCHARTS = sorted(path.parent for path in (CHART_DIR / "charts").glob("*/Chart.yaml"))
+
+
 def test_the_package_version_is_the_charts_app_version() -> None:
     assert _yaml(CHART_DIR / "Chart.yaml")["appVersion"] == package_version()
-    assert _yaml(SUBCHART / "Chart.yaml")["appVersion"] == package_version()
+    for subchart in SUBCHARTS:
+        assert _yaml(subchart / "Chart.yaml")["appVersion"] == package_version(), subchart.name
 
 
-def test_the_subchart_moves_with_the_chart() -> None:
+def test_the_subcharts_move_with_the_chart() -> None:
     chart = _yaml(CHART_DIR / "Chart.yaml")
-    (dependency,) = chart["dependencies"]  # type: ignore[misc]
-    assert _yaml(SUBCHART / "Chart.yaml")["version"] == chart["version"] == dependency["version"]
+    dependencies = {dependency["name"]: dependency["version"] for dependency in chart["dependencies"]}  # type: ignore[union-attr]
+    assert set(dependencies) == {subchart.name for subchart in SUBCHARTS}
+    for subchart in SUBCHARTS:
+        assert _yaml(subchart / "Chart.yaml")["version"] == chart["version"] == dependencies[subchart.name]
 
 
 def test_the_default_image_tag_is_the_package_version(defaults: Rendered) -> None:
