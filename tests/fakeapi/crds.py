@@ -179,6 +179,7 @@ def resource_from_crd(crd: Obj) -> ResourceInfo:
             status_subresource=has_status,
             printer_columns=deep_copy(version.get("additionalPrinterColumns") or []),
             storage=bool(version.get("storage")),
+            scale=deep_copy((version.get("subresources") or {}).get("scale")),
         )
     return ResourceInfo(
         group=spec["group"],

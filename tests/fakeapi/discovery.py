@@ -97,5 +97,17 @@ def api_resource_list(resources: list[ResourceInfo], group: str, version: str) -
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        if res.scale(version) is not None:
+            entries.append(
+                {
+                    "name": f"{res.plural}/scale",
+                    "singularName": "",
+                    "namespaced": res.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}

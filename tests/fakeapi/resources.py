@@ -95,6 +95,7 @@ class VersionInfo:
     status_subresource: bool = False
     printer_columns: list[Obj] = field(default_factory=list)
     storage: bool = True
+    scale: Obj | None = None  # a CRD version's `subresources.scale` (specReplicasPath, ...)
 
 
 @dataclass
@@ -146,6 +147,9 @@ class ResourceInfo:
 
     def has_status(self, version: str) -> bool:
         return self.versions[version].status_subresource
+
+    def scale(self, version: str) -> Obj | None:
+        return self.versions[version].scale
 
     def schema(self, version: str) -> Obj | None:
         return self.versions[version].schema
