@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
@@ -36,6 +37,9 @@ from reconciler.runtime.kinds import Kind
 from shared.api import inferno as api
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS
 from shared.inferno_validation import parse_inferno_object
+from tests.chart.rbac import grants_for_service_account, is_allowed, request_from_http
+from tests.chart.render import NAMESPACE as RELEASE_NAMESPACE
+from tests.chart.render import render
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
 
@@ -288,6 +292,18 @@ async def test_load_steps_scale_the_backends_within_bounds_and_the_reconciler_ke
     assert "load not measured (last load kept): a, b" in optimized["message"]
     labels = {"namespace": NS, "server": "a", "target_kind": "ModelServing", "target_name": "m-a", "accelerator": "G2"}
     assert loop.reconciler.metric("inferno_desired_replicas", **labels) == low
+
+    # Everything the loop asked of the API server, the chart's ClusterRole grants the reconciler.
+    grants = grants_for_service_account(
+        render().objects, service_account="mb-modelbooster-reconciler", namespace=RELEASE_NAMESPACE
+    )
+    requests = {
+        request_from_http(entry.method, entry.path, urlencode(entry.query))
+        for entry in loop.cluster.fake.requests.entries()
+        if entry.user_agent == loop.reconciler.user_agent and entry.resource
+    }
+    assert any(request.resource == "modelservings/scale" for request in requests)
+    assert [request for request in requests if not is_allowed(grants, request)] == []
 
 
 async def test_a_noisy_constant_load_makes_at_most_one_change_per_ten_periods(start_loop: Any) -> None:
