@@ -54,9 +54,8 @@ class InfernoMetrics:
         )
         for result in RUN_RESULTS:
             self.optimizations.labels(result)
-        # Per targeted Server (docs/inferno.md "Closing the loop"). `namespace` is the Server's: scrape the
-        # reconciler with honor_labels (the chart's ServiceMonitor does), or Prometheus renames it
-        # exported_namespace.
+        # Per Server (docs/inferno.md, "Closing the loop"). `namespace` is the Server's; a scrape that sets
+        # its own `namespace` (the chart's ServiceMonitors do) keeps ours as `exported_namespace`.
         self.desired_replicas = Gauge(
             "inferno_desired_replicas",
             "Replicas the last run decided for each Server (desiredAlloc.numReplicas), with its target; "
