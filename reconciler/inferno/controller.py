@@ -471,7 +471,7 @@ class OptimizerReconciler:
         interval = optimizer_interval(optimizer)
         if optimize_requested(optimizer):
             await self._run(key, optimizer, scheduled=False)
-            return Result() if interval is None else Result(requeue_after=interval)
+            return Result() if interval is None else Result(requeue_after=self._until_next(key, interval))
         if interval is None:
             if self.backend.mirrors:
                 await self._mirror(key, optimizer)
@@ -484,7 +484,14 @@ class OptimizerReconciler:
         except (ReconcileError, TerminalError) as error:
             # Reported by the run (status, event, metric); the schedule goes on either way.
             logger.info("inferno %s: scheduled run failed: %s", key, error)
-        return Result(requeue_after=interval)
+        return Result(requeue_after=self._until_next(key, interval))
+
+    def _until_next(self, key: ObjectKey, interval: float) -> float:
+        """Runs start every `interval` (counted from the last start, so a run's own time does not stretch the
+        period); a run longer than the interval is followed at once by the next, never overlapping it."""
+        last = self._last_run.get(key)
+        elapsed = 0.0 if last is None else self._clock() - last
+        return max(interval - elapsed, 0.001)
 
     # ------------------------------------------------------------------ one run
     async def _run(self, key: ObjectKey, optimizer: dict[str, Any], *, scheduled: bool) -> None:

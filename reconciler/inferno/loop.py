@@ -132,6 +132,7 @@ class ClosedLoop:
         return found
 
     async def measure(self, namespace: str) -> dict[str, Measurement]:
+        self.targets.new_run()
         targeted = self._targeted(namespace)
         results = await asyncio.gather(*(self._measure_bounded(namespace, one) for one in targeted))
         return {one.name: result for one, result in zip(targeted, results, strict=True)}

@@ -82,6 +82,14 @@ class Targets:
         self.field_manager = field_manager
         self._discovered: dict[tuple[str, str], Kind | str] = {}  # (apiVersion, kind) -> Kind, or why not
         self._lock = asyncio.Lock()
+        # Per run (`new_run`): what many Servers of one namespace share is read once.
+        self._bindings: dict[str, asyncio.Task[list[dict[str, Any]]]] = {}
+        self._boosters: dict[tuple[str, str], asyncio.Task[dict[str, Any]]] = {}
+
+    def new_run(self) -> None:
+        """Forget what the last run read: each run sees the cluster as it is."""
+        self._bindings.clear()
+        self._boosters.clear()
 
     async def kind_of(self, ref: TargetRef) -> Kind:
         known = KNOWN_TARGETS.get(ref.kind)
@@ -170,8 +178,11 @@ class Targets:
             raise TargetProblem("TargetUnavailable", f"reading ModelServing {namespace}/{serving}: {error}") from None
         for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
             if ref.get("controller") and ref.get("kind") == c.KIND_MODEL_BOOSTER:
+                key = (namespace, str(ref.get("name")))
+                if key not in self._boosters:  # one read per run for both backends of a ModelBooster
+                    self._boosters[key] = asyncio.ensure_future(self.client.get(MODEL_BOOSTER, *key))
                 try:
-                    booster = await self.client.get(MODEL_BOOSTER, namespace, str(ref.get("name")))
+                    booster = await asyncio.shield(self._boosters[key])
                 except ApiError as error:
                     raise TargetProblem(
                         "TargetUnavailable", f"reading ModelBooster {namespace}/{ref.get('name')}: {error}"
@@ -216,19 +227,25 @@ class Targets:
 
     async def _refuse_bound_serving(self, namespace: str, serving: str) -> None:
         """An AutoscalingPolicyBinding (anyone's) that scales this ModelServing: Kthena's autoscaler owns it."""
+        if namespace not in self._bindings:  # one list per namespace and run
+            self._bindings[namespace] = asyncio.ensure_future(self._list_bindings(namespace))
         try:
-            listed = await self.client.list(AUTOSCALING_POLICY_BINDING, namespace=namespace)
+            bindings = await asyncio.shield(self._bindings[namespace])
         except ApiError as error:
             if error.not_found:  # the CRD is not installed: nothing can bind it
                 return
             raise TargetProblem("TargetUnavailable", f"listing AutoscalingPolicyBindings: {error}") from None
-        for binding in listed.items:
+        for binding in bindings:
             if _binding_targets(binding.get("spec") or {}, serving):
                 name = (binding.get("metadata") or {}).get("name")
                 raise TargetProblem(
                     "AutoscalerConflict",
                     f"AutoscalingPolicyBinding {name} scales ModelServing {serving}: remove it or Scale actuation",
                 )
+
+
+    async def _list_bindings(self, namespace: str) -> list[dict[str, Any]]:
+        return (await self.client.list(AUTOSCALING_POLICY_BINDING, namespace=namespace)).items
 
 
 def _binding_targets(spec: Mapping[str, Any], serving: str) -> bool:

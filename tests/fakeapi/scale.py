@@ -15,6 +15,7 @@ from typing import Any
 from tests.fakeapi import errors as e
 from tests.fakeapi import patch
 from tests.fakeapi.rest import Registry, Request
+from tests.fakeapi.util import deep_copy
 
 Obj = dict[str, Any]
 
@@ -82,7 +83,7 @@ async def serve(
             req.name,
             [e.invalid("spec.replicas", e.RawValue(str(replicas)), "must be greater than or equal to 0")],
         )
-    updated = patch.deep_copy(current)
+    updated = deep_copy(current)
     steps = _steps(str(spec.get("specReplicasPath") or ".spec.replicas"))
     node = updated
     for step in steps[:-1]:
