@@ -1,5 +1,6 @@
 """The Inferno controller: `Optimizer.spec.optimize: true` runs one optimisation of the Optimizer's namespace
-(docs/design/inferno.md §8).
+(docs/design/inferno.md §8); `spec.interval` runs one every interval, and targeted Servers are measured before
+and acted on after each run (reconciler.inferno.loop, docs/design/inferno.md §13).
 
 A second `Controller` in the reconciler process, on the generic informer/queue/controller machinery. The key
 is the Optimizer's namespace/name; a change to any Accelerator, Model, ServiceClass, Server or Capacity
@@ -811,6 +812,18 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
             key = ObjectKey.of(old)
             metrics.forget_optimizer(key.namespace, key.name)
             reconciler.forget_optimizer(key)
+            if not informers[OPTIMIZER].objects(key.namespace):  # no run will publish this namespace again
+                metrics.publish_servers(key.namespace, set())
+
+    async def publish_while_leading() -> None:
+        """The per-Server series are the leader's decisions: a replica that stops leading withdraws them, so
+        KEDA or an HPA never reads a stale decision beside the new leader's."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            metrics.withdraw_servers()
+
+    manager.add_leader_task("inferno-decisions", publish_while_leading, needs=())
 
     def forget_server(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if event == "DELETED" and old is not None:

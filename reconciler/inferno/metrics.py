@@ -130,6 +130,11 @@ class InfernoMetrics:
                 gauge.remove(*labels)
         self._server_series[namespace] = series
 
+    def withdraw_servers(self) -> None:
+        """Drop every per-Server series (leadership lost)."""
+        for namespace in list(self._server_series):
+            self.publish_servers(namespace, set())
+
     def forget_optimizer(self, namespace: str, name: str) -> None:
         """Drop the series of a deleted Optimizer, so its last cost does not linger."""
         with suppress(KeyError):  # older prometheus-client raises when it never ran

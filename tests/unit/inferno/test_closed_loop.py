@@ -225,3 +225,34 @@ def test_the_url_can_come_from_the_environment() -> None:
 def test_a_bad_query_flag_is_a_settings_error() -> None:
     with pytest.raises(InfernoSettingsError, match="--prometheus-length-query"):
         inferno_settings_from_args(parse("--prometheus-length-query", "x[$windw]"), environ={})
+
+
+# --- per-Server series -----------------------------------------------------------------------------------
+
+
+def test_a_run_replaces_its_namespaces_series_and_a_lost_leadership_withdraws_them() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from reconciler.inferno.metrics import InfernoMetrics
+
+    registry = CollectorRegistry()
+    metrics = InfernoMetrics(registry)
+
+    def desired(namespace: str, server: str) -> float | None:
+        labels = {"namespace": namespace, "server": server, "target_kind": "", "target_name": "", "accelerator": "G2"}
+        return registry.get_sample_value("inferno_desired_replicas", labels)
+
+    def run(namespace: str, *servers: str) -> None:
+        series = set()
+        for server in servers:
+            labels = (namespace, server, "", "", "G2")
+            metrics.desired_replicas.labels(*labels).set(2)
+            series.add((metrics.desired_replicas, labels))
+        metrics.publish_servers(namespace, series)
+
+    run("a", "s1", "s2")
+    run("b", "s3")
+    run("a", "s1")  # s2 deleted
+    assert (desired("a", "s1"), desired("a", "s2"), desired("b", "s3")) == (2, None, 2)
+    metrics.withdraw_servers()
+    assert (desired("a", "s1"), desired("b", "s3")) == (None, None)
