@@ -1,4 +1,5 @@
-"""Our two processes run for real: `python -m modelbooster <args>`, output to a log file, stopped by pid.
+"""Processes run for real: ours (`python -m modelbooster <args>`) and, for the real-server tests, the control
+plane's binaries (`program=`); output to a log file, stopped by pid.
 
 Each process is started in its own session so that stopping it can never touch anything else; `stop()`
 sends SIGTERM (the graceful path the chart relies on), waits, and only then kills.
@@ -44,9 +45,19 @@ def http_get(url: str, *, timeout: float = 2.0) -> tuple[int, str]:
 
 
 class Process:
-    def __init__(self, name: str, args: Sequence[str], *, env: Mapping[str, str], log_dir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        log_dir: Path,
+        program: Sequence[str] | None = None,
+    ) -> None:
         self.name = name
         self.args = list(args)
+        # What runs `args`: our package's entry point unless a binary is named.
+        self.program = list(program) if program is not None else [sys.executable, "-m", "modelbooster"]
         self.log_path = log_dir / f"{name}.log"
         environment = {key: value for key, value in os.environ.items() if key not in _DROPPED_ENV}
         environment.update(env)
@@ -63,7 +74,7 @@ class Process:
     def start(self) -> None:
         with self.log_path.open("ab") as log:
             self._popen = subprocess.Popen(
-                [sys.executable, "-m", "modelbooster", *self.args],
+                [*self.program, *self.args],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -1,5 +1,7 @@
 """What a user (and Kthena's own controllers) do against the cluster, through the real `kubernetes` client.
 
+Any cluster will do (`Session`): the e2e harness's fake-backed `Cluster`, or tests/realapi's real one.
+
 Everything here goes over HTTP with the user's client (User-Agent `USER_AGENT`), so it passes admission
 like `kubectl` would. Waiting uses watches, like `kubectl get -w` / `kubectl wait`.
 """
@@ -11,11 +13,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import yaml
-
-from tests.e2e.harness import Cluster
 
 Obj = dict[str, Any]
 
@@ -33,6 +33,17 @@ AUTOSCALING_BINDINGS: Final = (WORKLOAD, "autoscalingpolicybindings")
 CHILD_KINDS: Final = (MODEL_SERVINGS, MODEL_SERVERS, MODEL_ROUTES, AUTOSCALING_POLICIES, AUTOSCALING_BINDINGS)
 
 
+class Session(Protocol):
+    """What these helpers need of a cluster: the user's client, and a check that our processes still run."""
+
+    @property
+    def user(self) -> Any: ...  # kubernetes.client.ApiClient
+
+    def check_processes(self) -> None: ...
+
+    def logs(self) -> str: ...
+
+
 def load_example(relative: str) -> Obj:
     (document,) = [doc for doc in yaml.safe_load_all((EXAMPLES / relative).read_text()) if doc]
     return dict(document)
@@ -46,19 +57,19 @@ def renamed(document: Obj, name: str, namespace: str | None = None) -> Obj:
     return copied
 
 
-def custom(cluster: Cluster) -> Any:
+def custom(cluster: Session) -> Any:
     from kubernetes import client
 
     return client.CustomObjectsApi(cluster.user)
 
 
-def core(cluster: Cluster) -> Any:
+def core(cluster: Session) -> Any:
     from kubernetes import client
 
     return client.CoreV1Api(cluster.user)
 
 
-def create_booster(cluster: Cluster, document: Obj, **options: Any) -> Obj:
+def create_booster(cluster: Session, document: Obj, **options: Any) -> Obj:
     namespace = document["metadata"].get("namespace") or "default"
     created: Obj = custom(cluster).create_namespaced_custom_object(
         WORKLOAD, VERSION, namespace, "modelboosters", document, **options
@@ -66,7 +77,7 @@ def create_booster(cluster: Cluster, document: Obj, **options: Any) -> Obj:
     return created
 
 
-def get_object(cluster: Cluster, kind: tuple[str, str], namespace: str, name: str) -> Obj | None:
+def get_object(cluster: Session, kind: tuple[str, str], namespace: str, name: str) -> Obj | None:
     """Read through the API (a 404 is None)."""
     from kubernetes.client import ApiException
 
@@ -80,11 +91,11 @@ def get_object(cluster: Cluster, kind: tuple[str, str], namespace: str, name: st
     return found
 
 
-def get_booster(cluster: Cluster, namespace: str, name: str) -> Obj | None:
+def get_booster(cluster: Session, namespace: str, name: str) -> Obj | None:
     return get_object(cluster, (WORKLOAD, "modelboosters"), namespace, name)
 
 
-def delete_booster(cluster: Cluster, namespace: str, name: str) -> None:
+def delete_booster(cluster: Session, namespace: str, name: str) -> None:
     custom(cluster).delete_namespaced_custom_object(WORKLOAD, VERSION, namespace, "modelboosters", name)
 
 
@@ -96,7 +107,7 @@ def condition(obj: Obj | None, kind: str) -> Obj | None:
 
 
 def watch_booster(
-    cluster: Cluster, namespace: str, name: str, until: Callable[[Obj], bool], *, timeout: float = 10.0
+    cluster: Session, namespace: str, name: str, until: Callable[[Obj], bool], *, timeout: float = 10.0
 ) -> Obj:
     """Watch one ModelBooster (like `kubectl get -w`) until `until(obj)` holds; the object that satisfied it."""
     from kubernetes import watch
@@ -115,6 +126,11 @@ def watch_booster(
             "modelboosters",
             field_selector=f"metadata.name={name}",
             timeout_seconds=remaining,
+            # "Any version": the watch cache answers at once with what it holds. Without a resourceVersion a real
+            # kube-apiserver first waits for its cache to reach etcd's current revision; on an etcd without
+            # progress notifications (Debian's 3.4) that fails after 3 s with 504 "Too large resource version"
+            # whenever other kinds were written meanwhile (tests/realapi/differential.py).
+            resource_version="0",
         ):
             obj = event["object"]
             if event["type"] in ("ADDED", "MODIFIED"):
@@ -128,7 +144,7 @@ def watch_booster(
     )
 
 
-def wait_condition(cluster: Cluster, namespace: str, name: str, kind: str, status: str, **kwargs: Any) -> Obj:
+def wait_condition(cluster: Session, namespace: str, name: str, kind: str, status: str, **kwargs: Any) -> Obj:
     def holds(obj: Obj) -> bool:
         found = condition(obj, kind)
         current = (obj.get("status") or {}).get("observedGeneration") == obj["metadata"].get("generation")
@@ -137,7 +153,7 @@ def wait_condition(cluster: Cluster, namespace: str, name: str, kind: str, statu
     return watch_booster(cluster, namespace, name, holds, **kwargs)
 
 
-def mark_serving(cluster: Cluster, namespace: str, name: str, *, available: bool, replicas: int) -> None:
+def mark_serving(cluster: Session, namespace: str, name: str, *, available: bool, replicas: int) -> None:
     """What Kthena's ModelServing controller does when the pods are up: status via the status subresource."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     status = "True" if available else "False"
@@ -159,7 +175,7 @@ def mark_serving(cluster: Cluster, namespace: str, name: str, *, available: bool
     custom(cluster).patch_namespaced_custom_object_status(WORKLOAD, VERSION, namespace, "modelservings", name, body)
 
 
-def wait_gone(cluster: Cluster, kind: tuple[str, str], namespace: str, name: str, *, timeout: float = 10.0) -> None:
+def wait_gone(cluster: Session, kind: tuple[str, str], namespace: str, name: str, *, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while get_object(cluster, kind, namespace, name) is not None:
         if time.monotonic() > deadline:

@@ -1,0 +1,111 @@
+"""Installing CRDs on the real API server and waiting until they are served.
+
+Server-side apply with one field manager and `force`, so re-installing the same (or a changed) CRD is always
+accepted: the API server rewrites some schemas (it drops an empty `properties: {}`), and another manager's
+apply of the file would conflict on `.spec.versions` (TESTING.md, "More API-server facts").
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from tests.e2e.harness import raw_request
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+CHART: Final = ROOT / "charts/modelbooster"
+CRD_PATH: Final = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+FIELD_MANAGER: Final = "realapi-tests"
+APPLY: Final = "application/apply-patch+yaml"
+
+
+def chart_crd_files() -> list[Path]:
+    """The CRDs the chart installs: its own (ModelBooster, Inferno) and the child-crds subchart's."""
+    return sorted((CHART / "crds").glob("*.yaml")) + sorted((CHART / "charts/child-crds/crds").glob("*.yaml"))
+
+
+@functools.cache
+def chart_crds() -> tuple[dict[str, Any], ...]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(yaml.load(path.read_text(), Loader=loader) for path in chart_crd_files())
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = {c.get("type"): c.get("status") for c in (crd.get("status") or {}).get("conditions") or ()}
+    return conditions.get("Established") == "True" and conditions.get("NamesAccepted") == "True"
+
+
+def served_path(crd: Mapping[str, Any]) -> str:
+    """The list path of the CRD's storage version (cluster-wide for namespaced kinds)."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    return f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
+
+
+def apply_crds(api: Any, documents: Iterable[Mapping[str, Any]], *, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Apply every CRD, then wait until each is Established and its kind answers a list; the stored CRDs."""
+    documents = list(documents)
+    for crd in documents:
+        name = crd["metadata"]["name"]
+        raw_request(
+            api,
+            "PATCH",
+            f"{CRD_PATH}/{name}?fieldManager={FIELD_MANAGER}&force=true",
+            body=dict(crd),
+            content_type=APPLY,
+        )
+    deadline = time.monotonic() + timeout
+    stored: list[dict[str, Any]] = []
+    for crd in documents:
+        name = crd["metadata"]["name"]
+        while True:
+            current = raw_request(api, "GET", f"{CRD_PATH}/{name}")
+            if _established(current) and _lists(api, served_path(current)):
+                stored.append(current)
+                break
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"CRD {name} not established and served after {timeout}s: {current.get('status')}")
+            time.sleep(0.05)
+    return stored
+
+
+def _lists(api: Any, path: str) -> bool:
+    from kubernetes.client import ApiException
+
+    try:
+        raw_request(api, "GET", f"{path}?limit=1")
+    except ApiException as error:
+        if error.status == 404:  # Established, but the handler is not installed yet
+            return False
+        raise
+    return True
+
+
+def delete_crds(api: Any, names: Iterable[str], *, timeout: float = 30.0) -> None:
+    """Delete CRDs and wait until they are gone (the API server's finalizer removes their objects first)."""
+    from kubernetes.client import ApiException
+
+    names = list(names)
+    for name in names:
+        try:
+            raw_request(api, "DELETE", f"{CRD_PATH}/{name}")
+        except ApiException as error:
+            if error.status != 404:
+                raise
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while True:
+            try:
+                raw_request(api, "GET", f"{CRD_PATH}/{name}")
+            except ApiException as error:
+                if error.status == 404:
+                    break
+                raise
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"CRD {name} still present after {timeout}s")
+            time.sleep(0.05)

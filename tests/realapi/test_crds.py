@@ -1,0 +1,55 @@
+"""The chart's CRDs on a real kube-apiserver v1.36: accepted, Established, served, and stored as written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.realapi.crds import chart_crds, served_path
+
+
+def test_every_chart_crd_is_established_and_served(real_crds: list[dict[str, Any]], real_client: Any) -> None:
+    from tests.e2e.harness import raw_request
+
+    assert [crd["metadata"]["name"] for crd in real_crds] == [crd["metadata"]["name"] for crd in chart_crds()]
+    for crd in real_crds:
+        assert raw_request(real_client, "GET", served_path(crd))["kind"] == f"{crd['spec']['names']['kind']}List"
+
+
+@pytest.mark.parametrize("index", range(len(chart_crds())), ids=[c["metadata"]["name"] for c in chart_crds()])
+def test_crd_spec_round_trips_unchanged(index: int, real_crds: list[dict[str, Any]]) -> None:
+    """The server stores our CRD spec as we wrote it (server defaults aside), so a server-side apply by another
+    manager (Helm's, then kubectl's) does not conflict on `.spec.versions`."""
+    written = chart_crds()[index]["spec"]
+    stored = real_crds[index]["spec"]
+    differences = _differences(stored, written, "spec")
+    known = [d for d in differences if d.endswith(EMPTY_PROPERTIES_DROPPED)]
+    if differences and known == differences:
+        # Known: the API server drops an empty `properties: {}` (TESTING.md, "More API-server facts"); the CRD
+        # generator is to stop writing them. Any other difference fails.
+        pytest.xfail("; ".join(differences))
+    assert differences == []
+
+
+EMPTY_PROPERTIES_DROPPED = ".properties: {} written, dropped by the server"
+
+
+def _differences(stored: Any, written: Any, path: str) -> list[str]:
+    """Where `stored` differs from `written`, by path. Keys only the server has (defaults such as
+    `conversion.strategy`) are not differences; keys it dropped and values it changed are."""
+    if isinstance(stored, dict) and isinstance(written, dict):
+        found: list[str] = []
+        for key, value in written.items():
+            if key not in stored:
+                found.append(
+                    path + (EMPTY_PROPERTIES_DROPPED if key == "properties" and value == {} else f".{key}: dropped")
+                )
+            else:
+                found += _differences(stored[key], value, f"{path}.{key}")
+        return found
+    if isinstance(stored, list) and isinstance(written, list) and len(stored) == len(written):
+        return [
+            d for i, (s, w) in enumerate(zip(stored, written, strict=True)) for d in _differences(s, w, f"{path}[{i}]")
+        ]
+    return [] if stored == written else [f"{path}: wrote {written!r}, stored {stored!r}"]
