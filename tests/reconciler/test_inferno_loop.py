@@ -261,14 +261,19 @@ async def test_load_steps_scale_the_backends_within_bounds_and_the_reconciler_ke
     await quiet(3 * PERIOD)
     assert (loop.replicas("a"), loop.replicas("b")) == (BOUNDS["a"][1], high_b)
 
-    # Step down: nothing before the stabilisation window has passed since the last high decision.
+    # Step down (b's traffic stops: decided 0, clamped to its minReplicas): nothing before the stabilisation
+    # window has passed since the last high decision.
+    assert decided(0) < BOUNDS["b"][0]
     stepped_down = time.monotonic()
-    loop.set_load(a=60, b=60)
+    loop.set_load(a=60, b=0)
     await asyncio.sleep(WINDOW - 2 * PERIOD)
     assert (loop.replicas("a"), loop.replicas("b")) == (BOUNDS["a"][1], high_b)
     assert loop.condition("b", "ScalingActive")["reason"] == "ScaleDownStabilizing"
-    await eventually(lambda: loop.replicas("a") == low and loop.replicas("b") == low, within=10)
+    await eventually(lambda: loop.replicas("a") == low and loop.replicas("b") == BOUNDS["b"][0], within=10)
     assert time.monotonic() - stepped_down >= WINDOW - PERIOD
+    assert loop.server("b")["spec"]["desiredAlloc"]["numReplicas"] == decided(0)
+    loop.set_load(b=60)
+    await eventually(lambda: loop.replicas("b") == low, within=10)
 
     # Prometheus goes away mid-run: loads are kept, nothing is scaled, and it is said.
     scale_writes = loop.scale_writes()
@@ -307,8 +312,10 @@ async def test_load_steps_scale_the_backends_within_bounds_and_the_reconciler_ke
 
 
 async def test_a_noisy_constant_load_makes_at_most_one_change_per_ten_periods(start_loop: Any) -> None:
+    # A window of 30 nominal periods: on a slow machine runs take longer than the period, and the window must
+    # still span more than ten of them.
     period = 0.1
-    loop: Loop = await start_loop(stabilization=f"{int(10 * period * 1000)}ms", period=period, a=60, b=30)
+    loop: Loop = await start_loop(stabilization=f"{int(30 * period * 1000)}ms", period=period, a=60, b=30)
     await eventually(lambda: loop.replicas("a") == decided(60), within=10)
     rng = random.Random(23)
     first = loop.runs()
