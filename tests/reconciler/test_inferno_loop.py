@@ -337,3 +337,34 @@ async def test_a_noisy_constant_load_makes_at_most_one_change_per_ten_periods(st
 def test_decided_matches_the_worked_example() -> None:
     assert decided(60) == 2
 
+
+
+async def test_runs_of_one_namespace_never_overlap(start_loop: Any, fake: FakeApiServer,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Two Optimizers with periods in one namespace: their runs take turns (each measures and scales the same
+    Servers), and both keep their schedules."""
+    from reconciler.inferno.controller import Answer, EmbeddedBackend
+
+    running = 0
+    most = 0
+    original = EmbeddedBackend.run
+
+    async def slow_run(self: EmbeddedBackend, system: Any) -> Answer:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        try:
+            await asyncio.sleep(0.05)  # long enough that two unserialised runs would meet
+            return await original(self, system)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(EmbeddedBackend, "run", slow_run)
+    second = inferno_objects(stabilization="1s")[-1]
+    second["metadata"]["name"] = "second"
+    fake.create(copy.deepcopy(second))
+    loop: Loop = await start_loop(stabilization="1s", a=60, b=60)
+    await eventually(lambda: loop.runs() >= 8, within=10)
+    assert most == 1
+    for name in ("inferno", "second"):
+        assert ((loop.cluster.get(OPTIMIZER, name) or {}).get("status") or {}).get("lastRunTime")
