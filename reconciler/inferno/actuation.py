@@ -3,8 +3,9 @@
 As HPA does: the decision is clamped to the bounds; going up happens at once; going down only to the highest
 decision of the stabilisation window (default 5 minutes), so a load that dips for a moment, or a decision
 that flickers between n and n+1 around a boundary, does not take replicas away and give them back. The
-history lives in the leader's memory: a new leader starts with an empty window, which can only make it
-slower to scale down, never faster than the decisions it has seen itself.
+history lives in the leader's memory: a Server seen for the first time (a new leader, a new Server) counts
+its target's current replicas as a decision made now, so nothing is scaled down before a whole window of
+decisions says so.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ class Stabilizer:
     def recommend(self, *, now: float, desired: int, current: int) -> int:
         """The replicas to set now: `desired` (already clamped) when it is not lower than `current`, else the
         highest decision within the window (never above `current`)."""
+        if not self._history:
+            self._history.append((now, current))
         self._history.append((now, desired))
         while self._history and self._history[0][0] < now - self.window:
             self._history.popleft()

@@ -116,6 +116,14 @@ def test_up_at_once_down_only_to_the_highest_decision_of_the_window() -> None:
     assert stabilizer.recommend(now=501, desired=3, current=4) == 3
 
 
+def test_a_first_sight_counts_the_current_replicas_as_a_decision() -> None:
+    # A new leader (empty history) in a load dip does not scale down at once.
+    stabilizer = Stabilizer(window=300)
+    assert stabilizer.recommend(now=0, desired=2, current=5) == 5
+    assert stabilizer.recommend(now=299, desired=2, current=5) == 5
+    assert stabilizer.recommend(now=301, desired=2, current=5) == 2
+
+
 def test_a_flickering_decision_changes_nothing_after_the_first_rise() -> None:
     stabilizer = Stabilizer(window=10)
     current = 2
