@@ -220,12 +220,19 @@ class TargetRef(_Wire):
     api_version: str | None = Field(
         default=None,
         alias="apiVersion",
-        min_length=1,
+        max_length=316,  # a 253-character group, "/", a version
+        pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?$",
         description="group/version of the target; default: that of the kind when known "
         "(ModelServing, Deployment, StatefulSet, ReplicaSet)",
     )
-    kind: NonEmptyName = Field(description="kind of the target, e.g. ModelServing or Deployment")
-    name: NonEmptyName = Field(description="name of the target in the Server's namespace")
+    kind: str = Field(
+        max_length=63, pattern=r"^[A-Z][A-Za-z0-9]*$", description="kind of the target, e.g. ModelServing"
+    )
+    name: str = Field(
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="name of the target in the Server's namespace",
+    )
 
 
 class ServerSpec(_Wire):
