@@ -25,7 +25,7 @@ class Stabilizer:
         if not self._history:
             self._history.append((now, current))
         self._history.append((now, desired))
-        while self._history and self._history[0][0] < now - self.window:
+        while self._history[0][0] < now - max(self.window, 0.0):  # the entry just added always stays
             self._history.popleft()
         if desired >= current:
             return desired

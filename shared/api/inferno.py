@@ -279,6 +279,8 @@ class ServerSpec(_Wire):
     def _bounds_in_order(self) -> ServerSpec:
         if self.min_replicas is not None and self.max_replicas is not None and self.min_replicas > self.max_replicas:
             raise ValueError(f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})")
+        if self.scale_down_stabilization is not None and parse_duration(self.scale_down_stabilization) < 0:
+            raise ValueError(f"scaleDownStabilization {self.scale_down_stabilization!r} must not be negative")
         return self
 
 

@@ -135,6 +135,13 @@ def test_a_flickering_decision_changes_nothing_after_the_first_rise() -> None:
     assert (changes, current) == (1, 3)
 
 
+def test_a_zero_window_follows_the_decision() -> None:
+    stabilizer = Stabilizer(window=0)
+    assert [stabilizer.recommend(now=t, desired=d, current=c) for t, d, c in ((0, 5, 2), (1, 3, 5), (2, 1, 3))] == [
+        5, 3, 1,
+    ]  # fmt: skip
+
+
 def test_bounds_clamp() -> None:
     bounds = Bounds(minimum=2, maximum=5, source="Server")
     assert [bounds.clamp(n) for n in (0, 2, 4, 9)] == [2, 2, 4, 5]
@@ -176,6 +183,7 @@ def test_the_reference_servers_stay_valid_and_the_new_fields_are_optional() -> N
         {"actuation": "Scaled"},
         {"minReplicas": 5, "maxReplicas": 2},
         {"scaleDownStabilization": "5 minutes"},
+        {"scaleDownStabilization": "-5m"},
         {"targetRef": {"kind": "", "name": "x"}},
     ],
 )
