@@ -31,7 +31,7 @@ from reconciler.inferno.load import LoadQueries, measure_load
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
 from reconciler.inferno.targets import Scale, TargetProblem, Targets
-from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
+from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.conditions import ConditionStatus, WantedCondition, merge_conditions, status_differs
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer
@@ -151,9 +151,13 @@ class ClosedLoop:
         except TargetProblem as problem:
             self.metrics.load_failures.labels("target").inc()
             return Measurement(None, None, False, problem.reason, problem.message)
-        current: dict[str, Any] = dict((one.obj.get("spec") or {}).get("currentAlloc") or {})
-        current.setdefault("accelerator", "")
-        current["numReplicas"] = scale.observed
+        existing = (one.obj.get("spec") or {}).get("currentAlloc")
+        # What we write: the replica count and the load's two measured fields, merged into what is there (the
+        # accelerator, the COVs and anything else are the user's; a merge patch leaves them alone even when
+        # the user edits them while we measure). A Server without currentAlloc gets one, accelerator unknown.
+        owned: dict[str, Any] = {"numReplicas": scale.observed}
+        if not isinstance(existing, dict):
+            owned["accelerator"] = ""
         measurement = Measurement(
             kind, scale, True, REASON_REPLICAS_ONLY, f"replicas from {kind.kind} {ref.name}; load as written"
         )
@@ -172,12 +176,14 @@ class ClosedLoop:
                 message = f"Prometheus: {failure.message}; keeping the last load, scaling nothing"
                 measurement = Measurement(kind, scale, False, REASON_METRICS_UNAVAILABLE, message)
             else:
-                merged = dict(current.get("load") or {})
-                merged["arrivalRate"] = round(load.arrival_rate, ARRIVAL_DIGITS)
+                measured: dict[str, Any] = {"arrivalRate": round(load.arrival_rate, ARRIVAL_DIGITS)}
                 if load.avg_length is not None:
-                    merged["avgLength"] = load.avg_length
-                merged.setdefault("avgLength", 0)
-                current["load"] = merged
+                    measured["avgLength"] = load.avg_length
+                else:
+                    last = (existing or {}).get("load") if isinstance(existing, dict) else None
+                    if not isinstance(last, dict) or "avgLength" not in last:
+                        measured["avgLength"] = 0  # required with arrivalRate; no traffic has no length yet
+                owned["load"] = measured
                 measurement = Measurement(
                     kind,
                     scale,
@@ -185,21 +191,20 @@ class ClosedLoop:
                     REASON_MEASURED,
                     f"replicas from {kind.kind} {ref.name}; load from Prometheus over {self.queries.window}",
                 )
-        if current != (one.obj.get("spec") or {}).get("currentAlloc"):
+        if not _contains(existing, owned):
             try:
-                await self._write_current(one.obj, current)
+                await self._write_current(one.obj, owned)
             except ApiError as error:
                 return Measurement(kind, scale, False, "WriteFailed", f"writing currentAlloc: {error}")
         return measurement
 
-    async def _write_current(self, obj: dict[str, Any], current: dict[str, Any]) -> None:
+    async def _write_current(self, obj: dict[str, Any], owned: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         stored = await self.client.patch(
             self.server_kind,
             str(meta.get("namespace") or ""),
             str(meta.get("name")),
-            [{"op": "add", "path": "/spec/currentAlloc", "value": current}],
-            patch_type=JSON_PATCH,
+            {"spec": {"currentAlloc": owned}},
             field_manager=self.field_manager,
         )
         self.servers.write_through(stored)
@@ -387,6 +392,14 @@ class ClosedLoop:
             logger.warning("inferno: writing the status of Server %s failed: %s", meta.get("name"), error)
             return
         self.servers.write_through(stored)
+
+
+def _contains(value: Any, part: Any) -> bool:
+    """Whether merging `part` into `value` (a JSON merge patch without nulls) would change nothing."""
+    if isinstance(part, dict):
+        return isinstance(value, dict) and all(_contains(value.get(key), item) for key, item in part.items())
+    # Numbers compare by value (the API server may hand back 60 for the 60.0 we wrote); true is not 1.
+    return bool(value == part) and isinstance(value, bool) == isinstance(part, bool)
 
 
 @dataclass(frozen=True)

@@ -368,3 +368,21 @@ async def test_runs_of_one_namespace_never_overlap(start_loop: Any, fake: FakeAp
     assert most == 1
     for name in ("inferno", "second"):
         assert ((loop.cluster.get(OPTIMIZER, name) or {}).get("status") or {}).get("lastRunTime")
+
+
+async def test_another_accelerator_is_recommended_not_made(start_loop: Any, fake: FakeApiServer) -> None:
+    """Backend b runs on A100 (its currentAlloc says so), where the model has no performance data: the optimiser
+    places it on G2. Scale reports that and leaves b's replicas alone; a stays scaled."""
+    fake.create(inferno_obj("Accelerator", "a100", {"name": "A100", "type": "A100", "cost": 40}))
+    loop: Loop = await start_loop(stabilization="1s", a=60, b=150)
+    await loop.cluster.patch(SERVER, "b", {"spec": {"currentAlloc": {"accelerator": "A100"}}})
+    await eventually(lambda: loop.condition("b", "ScalingActive").get("reason") == "AcceleratorChangeRecommended")
+    before = loop.replicas("b")
+    await eventually(lambda: loop.replicas("a") == decided(60), within=10)
+    runs = loop.runs()
+    await eventually(lambda: loop.runs() >= runs + 3, within=10)
+    assert loop.replicas("b") == before
+    assert loop.server("b")["spec"]["desiredAlloc"]["accelerator"] == "G2"
+    message = loop.condition("b", "ScalingActive")["message"]
+    assert f"recommends {decided(150)} x G2 instead of A100" in message
+    assert [e["involvedObject"]["name"] for e in loop.cluster.events("NotScaled")] == ["b"]
