@@ -85,6 +85,8 @@ class CrdKind:
     # `crds.installChildCRDs: false` can leave them to Kthena, and the Inferno kinds in one so that
     # `inferno.enabled: false` leaves them out (Helm installs every crds/ file of an enabled chart).
     chart_directory: str = OWN_CRDS_DIRECTORY
+    # The `scale` subresource (specReplicasPath, statusReplicasPath, labelSelectorPath), when the kind has one.
+    scale: Mapping[str, str] | None = None
 
     @property
     def name(self) -> str:
@@ -135,6 +137,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         keywords={"spec.template.gangPolicy.minRoleReplicas": {"maxProperties": 4}},
         # Two full PodSpecs per role: their descriptions alone would push the CRD past a megabyte.
         core_descriptions=False,
+        scale=children.MODEL_SERVING_SCALE,
     ),
     CrdKind(
         WORKLOAD_GROUP,
@@ -224,7 +227,7 @@ def crd(kind: CrdKind) -> dict[str, Any]:
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": schema},
-        "subresources": {"status": {}},
+        "subresources": {"status": {}, **({"scale": dict(kind.scale)} if kind.scale else {})},
     }
     if kind.printer_columns:
         version["additionalPrinterColumns"] = [column.to_crd() for column in kind.printer_columns]

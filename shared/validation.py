@@ -58,6 +58,14 @@ from shared.errors import (
     invalid,
     required,
 )
+from shared.external_scaling import (
+    ACCEPTED_VALUES as EXTERNAL_REPLICAS_VALUES,
+)
+from shared.external_scaling import (
+    ANNOTATION_EXTERNAL_REPLICAS,
+    NO_AUTOSCALING_DETAIL,
+    replicas_set_externally,
+)
 from shared.naming import (
     backend_resource_name,
     is_dns1123_label,
@@ -86,7 +94,6 @@ _GO_SPACE: Final = frozenset(
     "\u2028\u2029\u202f\u205f\u3000"
 )
 
-NO_AUTOSCALING_DETAIL: Final = "minReplicas and maxReplicas must be equal when no autoscaling is set"
 COST_EXPANSION_WITHOUT_MODEL_LEVEL: Final = (
     "costExpansionRatePercent must not be provided when model-level autoscaling is not set"
 )
@@ -352,13 +359,16 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                     MIN_ONE_WITH_BACKEND_LEVEL,
                 )
                 yield _reads(error, error.path, *_autoscaling_switches(backends))
-        if not backend_level:
+        # With the external-replicas opt-in something outside sets replicas between the bounds
+        # (shared/external_scaling.py); the bounds must then only be in order, which the schema rule
+        # minReplicas <= maxReplicas already says.
+        if not backend_level and not replicas_set_externally(model.metadata.annotations):
             for i, backend in enumerate(backends):
                 if backend.min_replicas != backend.max_replicas:
                     value = f"minReplicas={backend.min_replicas}, maxReplicas={backend.max_replicas}"
                     error = invalid(f"spec.backends[{i}]", value, NO_AUTOSCALING_DETAIL)
                     bounds = (f"{error.path}.minReplicas", f"{error.path}.maxReplicas")
-                    yield _reads(error, *bounds, *_autoscaling_switches(backends))
+                    yield _reads(error, *bounds, *_autoscaling_switches(backends), "metadata.annotations")
     elif not backend_level:
         total = 0
         for i, backend in enumerate(backends):
@@ -492,6 +502,13 @@ def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
 
 
 def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
+    external = (model.metadata.annotations or {}).get(ANNOTATION_EXTERNAL_REPLICAS)
+    if external is not None and external not in EXTERNAL_REPLICAS_VALUES:
+        yield invalid(
+            f"metadata.annotations[{ANNOTATION_EXTERNAL_REPLICAS}]",
+            external,
+            f"must be {' or '.join(repr(value) for value in EXTERNAL_REPLICAS_VALUES)}",
+        )
     backends = model.spec.backends
     pd_counts_ok = [True] * len(backends)
     configs_ok = [True] * len(backends)

@@ -93,9 +93,9 @@ class VersionInfo:
     name: str
     schema: Obj | None = None  # openAPIV3Schema of a CRD version
     status_subresource: bool = False
-    scale_subresource: bool = False
     printer_columns: list[Obj] = field(default_factory=list)
     storage: bool = True
+    scale: Obj | None = None  # a CRD version's `subresources.scale` (specReplicasPath, ...)
 
 
 @dataclass
@@ -149,6 +149,9 @@ class ResourceInfo:
 
     def has_status(self, version: str) -> bool:
         return self.versions[version].status_subresource
+
+    def scale(self, version: str) -> Obj | None:
+        return self.versions[version].scale
 
     def schema(self, version: str) -> Obj | None:
         return self.versions[version].schema

@@ -84,7 +84,17 @@ def test_identity_of_every_crd(kind: str, group: str, plural: str) -> None:
     )
     (version,) = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
-    assert version["subresources"] == {"status": {}}
+    if kind == "ModelServing":  # Kthena v1.0's ModelServing serves /scale, so HPA, KEDA and Inferno can set it
+        assert version["subresources"] == {
+            "status": {},
+            "scale": {
+                "specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.labelSelector",
+            },
+        }
+    else:
+        assert version["subresources"] == {"status": {}}
     assert structural_problems(version["schema"]["openAPIV3Schema"]) == []
     assert len(crds()) == len(IDENTITY)
 
