@@ -58,7 +58,7 @@ CRDS = [
     ROOT / "charts/modelbooster/crds/workload.serving.volcano.sh_modelboosters.yaml",
     ROOT / "charts/modelbooster/charts/child-crds/crds/workload.serving.volcano.sh_modelservings.yaml",
     ROOT / "charts/modelbooster/charts/child-crds/crds/workload.serving.volcano.sh_autoscalingpolicybindings.yaml",
-    *sorted((ROOT / "charts/modelbooster/crds").glob("inferno.platform.ai_*.yaml")),
+    *sorted((ROOT / "charts/modelbooster/charts/inferno-crds/crds").glob("inferno.platform.ai_*.yaml")),
 ]
 LENGTH = 1024
 LOW, HIGH = 60.0, 150.0  # requests/min: 2 and 5 replicas of the worked example's model on G2

@@ -44,7 +44,7 @@ from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
 
 ROOT = Path(__file__).resolve().parents[2]
-INFERNO_CRDS = sorted((ROOT / "charts/modelbooster/crds").glob("inferno.platform.ai_*.yaml"))
+INFERNO_CRDS = sorted((ROOT / "charts/modelbooster/charts/inferno-crds/crds").glob("inferno.platform.ai_*.yaml"))
 SERVER = Kind(api.GROUP, api.VERSION, api.KIND_SERVER, api.PLURAL_SERVERS)
 OPTIMIZER = Kind(api.GROUP, api.VERSION, api.KIND_OPTIMIZER, api.PLURAL_OPTIMIZERS)
 PERIOD = 0.2  # seconds between runs
@@ -219,10 +219,13 @@ async def start_loop(fake: FakeApiServer, cluster: Cluster) -> AsyncIterator[Any
         )
         register_inferno(loop_state.reconciler.manager, loop_state.reconciler.client, settings)
         cluster.create_booster(opted_in_booster())
-        for obj in inferno_objects(stabilization=stabilization, period=period):
-            fake.create(copy.deepcopy(obj))
         tasks.append(asyncio.create_task(_play_modelserving_controller(cluster, stop)))
         running.append(await loop_state.reconciler.start())
+        # The Servers come once their targets exist: a run before that reports them not found (and says so in a
+        # Warning event), which is not what these tests are about.
+        await eventually(lambda: set(cluster.children()["ModelServing"]) >= {"m-a", "m-b"}, within=10)
+        for obj in inferno_objects(stabilization=stabilization, period=period):
+            fake.create(copy.deepcopy(obj))
         return loop_state
 
     yield start

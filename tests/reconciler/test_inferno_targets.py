@@ -22,7 +22,7 @@ from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS, backend, booster
 
 ROOT = Path(__file__).resolve().parents[2]
-CAPACITY_CRD = ROOT / "charts/modelbooster/crds/inferno.platform.ai_capacities.yaml"
+CAPACITY_CRD = ROOT / "charts/modelbooster/charts/inferno-crds/crds/inferno.platform.ai_capacities.yaml"
 ROLE = {"name": "leader", "replicas": 1, "workerReplicas": 0, "entryTemplate": {"spec": {"containers": []}}}
 
 

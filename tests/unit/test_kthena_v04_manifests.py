@@ -23,6 +23,7 @@ from modelbooster import render as render_cli
 from modelbooster import validate as validate_cli
 from modelbooster.manifests import load_documents
 from shared.defaults import apply_defaults
+from shared.external_scaling import NO_AUTOSCALING_DETAIL
 from shared.validation import validate_modelbooster
 from tests.unit.crd_support import cel_denials, openapi_schema, undeclared_fields
 
@@ -31,8 +32,7 @@ jsonschema: Any = importlib.import_module("jsonschema")
 MANIFESTS = sorted((Path(__file__).parent / "kthena_v04").glob("*.yaml"))
 # Refused, and why (a line of the webhook's denial).
 REFUSED = {
-    "coder-s3-npu.yaml": 'spec.backend: Invalid value: "minReplicas=1, maxReplicas=3": minReplicas and maxReplicas '
-    "must be equal when no autoscaling is set",
+    "coder-s3-npu.yaml": f'spec.backend: Invalid value: "minReplicas=1, maxReplicas=3": {NO_AUTOSCALING_DETAIL}',
 }
 ADMITTED = [path for path in MANIFESTS if path.name not in REFUSED]
 

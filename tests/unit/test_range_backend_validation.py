@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from shared.defaults import apply_defaults
+from shared.external_scaling import NO_AUTOSCALING_DETAIL
 from shared.validation import parse_modelbooster, validate_modelbooster, validate_update
 from tests.unit.crd_support import cel_denials, openapi_schema, undeclared_fields
 from tests.unit.factories import modelbooster, policy, range_backend, single_backend, single_modelbooster, worker
@@ -94,8 +95,7 @@ def test_a_policy_beside_no_replica_form_still_reads_as_a_range() -> None:
     ("obj", "expected"),
     [
         (single_modelbooster(range_backend(minReplicas=1, maxReplicas=3)),
-         ['spec.backend: Invalid value: "minReplicas=1, maxReplicas=3": minReplicas and maxReplicas must be equal '
-          "when no autoscaling is set"]),
+         [f'spec.backend: Invalid value: "minReplicas=1, maxReplicas=3": {NO_AUTOSCALING_DETAIL}']),
         (scaled(range_backend(minReplicas=5, maxReplicas=3)),
          ["spec.backend.minReplicas: Invalid value: 5: minReplicas cannot be greater than maxReplicas"]),
         (scaled(range_backend(minReplicas=0, maxReplicas=3)),
