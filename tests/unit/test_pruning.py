@@ -86,23 +86,3 @@ def test_absurd_depth_is_not_walked() -> None:
     node["extra"] = 1
     assert undeclared_paths(deep, schema) == []
 
-
-def test_a_schema_covers_another_when_it_declares_all_of_it() -> None:
-    from reconciler.runtime.pruning import schema_covers
-
-    assert schema_covers(SCHEMA, SCHEMA)
-    smaller: dict[str, Any] = json_copy(SCHEMA)
-    del smaller["properties"]["spec"]["properties"]["roles"]["items"]["properties"]["name"]
-    assert schema_covers(SCHEMA, smaller)  # a superset covers
-    assert not schema_covers(smaller, SCHEMA)  # roles[].name would be pruned
-    free = {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
-    assert schema_covers(free, SCHEMA)  # kept whatever it holds
-    assert not schema_covers(SCHEMA, free)  # ours keeps anything under spec, the served one does not
-    assert schema_covers(None, None)
-    assert not schema_covers(None, SCHEMA)
-
-
-def json_copy(value: Any) -> Any:
-    import json
-
-    return json.loads(json.dumps(value))
