@@ -1,4 +1,4 @@
-"""Telling, when it can, that the served ModelBooster CRD is older than this webhook.
+"""Telling, when it can, that the served ModelBooster CRD is older than this webhook (docs/design/upgrades.md §5).
 
 kube-apiserver prunes the fields a CRD does not declare while decoding a request, before any webhook sees
 the object (docs/chart.md, "Upgrades"). After `helm upgrade` without applying the new CRDs, a field this
