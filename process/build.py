@@ -1,4 +1,4 @@
-"""What build of modelbooster this is: the version every process reports.
+"""What build of modelbooster this is: the version every process reports (docs/design/upgrades.md §1).
 
 The distribution's version (pyproject.toml) is the one source: the image is tagged with it, the chart's
 `appVersion` equals it (a test holds them together), and `modelbooster --version` and the

@@ -1,4 +1,5 @@
-"""Whether the cluster serves the CRDs this version of modelbooster generates: digests and the verdict.
+"""Whether the cluster serves the CRDs this version of modelbooster generates: digests and the verdict
+(docs/design/upgrades.md §4).
 
 Every CRD we generate carries `ANNOTATION_CRD_DIGEST`, the sha256 of its `spec` as generated. The API server
 adds defaults to a stored spec (`conversion`, ...), so a served CRD is judged by the annotation it carries,

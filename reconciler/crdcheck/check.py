@@ -1,4 +1,4 @@
-"""The CRD check: does the cluster serve the CRDs this version of modelbooster generates?
+"""The CRD check: does the cluster serve the CRDs this version of modelbooster generates? (docs/design/upgrades.md §4)
 
 Helm never upgrades a chart's CRDs, so after `helm upgrade` the cluster keeps the CRDs of the first install
 until an operator applies the new ones (docs/chart.md, "Upgrades"). An older CRD prunes fields this version

@@ -10,6 +10,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
+import shlex
+import shutil
+import subprocess
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -23,11 +27,11 @@ from reconciler.runtime.kinds import EVENT
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.served import ServedResources
-from shared.crd_digest import DIGEST_ANNOTATION
-from shared.crds import KINDS
+from shared.crd_digest import DIGEST_ANNOTATION, judge
+from shared.crds import KINDS, expected_digests
 from tests.e2e.harness import raw_exchange, raw_request
 from tests.realapi.controlplane import RealCluster
-from tests.realapi.crds import CRD_PATH, FIELD_MANAGER, apply_crds, chart_crds
+from tests.realapi.crds import CRD_PATH, FIELD_MANAGER, ROOT, apply_crds, chart_crds
 
 APPLY: Final = "application/apply-patch+yaml"
 COPY_GROUP: Final = "upgrades.realapi.example.com"
@@ -151,3 +155,52 @@ async def test_an_outdated_crd_on_the_real_server_raises_the_signal(
         await task
         await client.close()
         await asyncio.sleep(0.1)  # TLS transports finish closing on the next loop iterations
+
+
+def _documented_crd_commands() -> list[list[str]]:
+    """The `kubectl apply` lines of the first shell block of docs/chart.md's "Upgrades" section, as argv."""
+    text = (ROOT / "docs" / "chart.md").read_text()
+    upgrades = text[text.index("### Upgrades, CRDs and uninstalling") :]
+    block = upgrades[upgrades.index("```sh") + len("```sh") : upgrades.index("```", upgrades.index("```sh") + 5)]
+    commands = [shlex.split(line, comments=True) for line in block.splitlines() if line.startswith("kubectl apply")]
+    assert commands, "docs/chart.md's Upgrades section shows no kubectl apply of the CRDs"
+    return commands
+
+
+@pytest.fixture
+def crds_of_an_earlier_version(real_crds: list[dict[str, Any]], real_client: Any) -> Iterator[list[str]]:
+    """The chart's CRDs without their digest annotation, as 0.1.0 installed them; current again afterwards."""
+    names = [crd["metadata"]["name"] for crd in chart_crds()]
+    unmarked = {"metadata": {"annotations": {DIGEST_ANNOTATION: None}}}
+    for name in names:
+        raw_request(real_client, "PATCH", f"{CRD_PATH}/{name}", body=unmarked,
+                    content_type="application/merge-patch+json")  # fmt: skip
+    try:
+        yield names
+    finally:
+        apply_crds(real_client, chart_crds())
+
+
+def test_the_documented_commands_work_as_written(
+    real_api: RealCluster, real_client: Any, crds_of_an_earlier_version: list[str]
+) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: the documented commands are run with it")
+    expected = expected_digests()
+    for name in crds_of_an_earlier_version:
+        stored = raw_request(real_client, "GET", f"{CRD_PATH}/{name}")
+        annotations = stored["metadata"].get("annotations") or {}  # none left: the API omits an empty map
+        assert judge(name, expected=expected[name], served_annotations=annotations).outdated
+    environment = {**os.environ, "KUBECONFIG": str(real_api.kubeconfig)}
+    for argv in _documented_crd_commands():
+        done = subprocess.run(
+            [kubectl, *argv[1:]], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, f"{shlex.join(argv)}: {done.stderr}"
+    by_name = {crd["metadata"]["name"]: crd for crd in chart_crds()}
+    for name in crds_of_an_earlier_version:
+        stored = raw_request(real_client, "GET", f"{CRD_PATH}/{name}")
+        annotations = stored["metadata"].get("annotations")
+        assert judge(name, expected=expected[name], served_annotations=annotations).verdict == "current"
+        assert stored["spec"]["versions"] == by_name[name]["spec"]["versions"], name
