@@ -93,7 +93,7 @@ def test_replace_of_a_custom_resource_without_resource_version_is_422(custom: An
         custom.replace_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1", widget("w1", replicas=4))
     assert caught.value.status == 422
     assert status_of(caught.value)["message"] == (
-        'widgets.example.fakeapi.io "w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+        'widgets.example.fakeapi.io "w1" is invalid: metadata.resourceVersion: Invalid value: 0: '
         "must be specified for an update"
     )
 

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from tests.apiserver.helpers import message_of
+from tests.apiserver.helpers import message_of, status_of
 from tests.apiserver.widgets import GROUP, PLURAL, VERSION, WIDGET_CRD, widget
 from tests.fakeapi.server import FakeApiServer
 
@@ -134,9 +134,10 @@ def test_delete_preconditions(custom: Any) -> None:
         )
     assert caught.value.status == 409
     assert message_of(caught.value) == (
-        'Operation cannot be fulfilled on widgets.example.fakeapi.io "w1": Precondition failed: UID in precondition: '
-        f"other, UID in object meta: {created['metadata']['uid']}"
+        'Operation cannot be fulfilled on Widget.example.fakeapi.io "w1": the UID in the precondition (other) does not '
+        f"match the UID in record ({created['metadata']['uid']}). The object might have been deleted and then recreated"
     )
+    assert status_of(caught.value)["details"] == {"name": "w1", "group": GROUP, "kind": "Widget"}
     custom.delete_namespaced_custom_object(
         GROUP,
         VERSION,
