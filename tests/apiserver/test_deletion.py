@@ -297,3 +297,26 @@ def test_watches_of_a_deleted_crd_end(kube_client: Any, custom: Any, widgets: Fa
     widgets.settle()
     assert response.read() == b""  # the stream ends (it may have been empty: no objects existed)
     response.release_conn()
+
+
+def test_a_finalizer_added_while_terminating_is_one_message_and_two_causes(custom: Any) -> None:
+    """kube-apiserver v1.36.2 runs ObjectMeta update validation twice: the cause comes twice, the message once."""
+    body = widget("w1")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, body)
+    custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1")
+    with pytest.raises(ApiException) as caught:
+        custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "default",
+            PLURAL,
+            "w1",
+            {"metadata": {"finalizers": ["example.com/hold", "example.com/new"]}},
+        )
+    forbidden = (
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers "
+        '[]string{"example.com/new"}'
+    )
+    assert message_of(caught.value) == f'Widget.example.fakeapi.io "w1" is invalid: metadata.finalizers: {forbidden}'
+    assert [c["message"] for c in status_of(caught.value)["details"]["causes"]] == [forbidden, forbidden]
