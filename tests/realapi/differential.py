@@ -20,8 +20,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import pytest
+
 Obj = dict[str, Any]
 MASK: Final = "<masked>"
+# scenario -> (facets compared, allow-listed differences seen), for the summary at the end of the run.
+SUITE_SIZE: Final = pytest.StashKey[dict[str, tuple[int, int]]]()
 
 # Metadata a client cannot expect to be equal between two servers: identities and clocks. resourceVersion values
 # differ too; scenarios that care compare them to each other (`Recorder.note`), which is what a client can rely on.
@@ -50,9 +54,10 @@ class Answer:
 class Recorder:
     """Sends a scenario's requests to one server and records what came back."""
 
-    def __init__(self, api: Any, namespace: str) -> None:
+    def __init__(self, api: Any, namespace: str, *, webhook: Any = None) -> None:
         self.api = api
         self.namespace = namespace
+        self.webhook = webhook  # our webhook process (tests.realapi.webhook.WebhookServer), for scenarios that use it
         self.steps: list[Step] = []
 
     # ---- requests -----------------------------------------------------------------------------------------

@@ -9,11 +9,15 @@ Leases, Events, Namespaces, our ModelBooster and child CRDs) and the fake's test
 from __future__ import annotations
 
 import copy
+import functools
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any, Final
 
 from tests.apiserver.widgets import API_VERSION as WIDGET_API
-from tests.e2e.user import load_example
+from tests.e2e.user import EXAMPLES, load_example
 from tests.realapi.crds import CRD_PATH
 from tests.realapi.differential import Recorder, events_until_name, poll
 from tests.unit.test_examples import EXPECTED_REJECTIONS
@@ -653,3 +657,148 @@ def carried_over_objects(r: Recorder) -> None:
         )
         r.request(f"{name}: delete", "DELETE", rigs(r, name))
     _install_rig_schema(r, rig_schema(), strict=False)
+
+
+# ---- the reconciler's writes: server-side apply of synthesized children -------------------------------------------
+
+
+@functools.cache
+def rendered_children(example: str) -> tuple[Obj, ...]:
+    """The children `modelbooster render` synthesizes for an example (owner references left out: an owner that
+    does not exist would have them collected where a garbage collector runs)."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "modelbooster", "render", "-f", str(EXAMPLES / example), "-o", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    parsed = json.loads(shown)
+    children = parsed.get("items", parsed) if isinstance(parsed, dict) else parsed
+    for child in children:
+        child["metadata"].pop("ownerReferences", None)
+        child["metadata"].pop("namespace", None)
+    return tuple(children)
+
+
+def child_path(r: Recorder, child: Obj) -> str:
+    group_version = child["apiVersion"]
+    plural = {
+        "ModelServing": "modelservings",
+        "ModelServer": "modelservers",
+        "ModelRoute": "modelroutes",
+        "AutoscalingPolicy": "autoscalingpolicies",
+        "AutoscalingPolicyBinding": "autoscalingpolicybindings",
+    }[child["kind"]]
+    return f"/apis/{group_version}/namespaces/{r.namespace}/{plural}/{child['metadata']['name']}"
+
+
+@scenario
+def children_server_side_apply(r: Recorder) -> None:
+    """What the reconciler relies on to stay idle: an unchanged apply writes nothing; and what it sees otherwise."""
+    for example in ("two-backends-model-autoscaling-lora.yaml", "pd-disaggregation-nixl.yaml"):
+        for child in rendered_children(example):
+            label = f"{child['kind']} {child['metadata']['name']}"
+            path = child_path(r, child)
+            applied = r.request(
+                f"{label}: apply",
+                "PATCH",
+                f"{path}?fieldManager=modelbooster&force=true",
+                body=child,
+                content_type=APPLY,
+            ).body
+            again = r.send("PATCH", f"{path}?fieldManager=modelbooster&force=true", body=child, content_type=APPLY)
+            r.note(f"{label}: unchanged apply", (again.status, rv(again.body) == rv(applied)))
+        serving = next(c for c in rendered_children(example) if c["kind"] == "ModelServing")
+        path = child_path(r, serving)
+        hand = copy.deepcopy(serving)
+        hand["spec"]["replicas"] = 3
+        r.request(
+            f"{example}: another manager's conflicting apply",
+            "PATCH",
+            f"{path}?fieldManager=kubectl",
+            body=hand,
+            content_type=APPLY,
+        )
+        r.request(f"{example}: a hand edit", "PATCH", path, body={"spec": {"replicas": 3}}, content_type=MERGE)
+        r.request(
+            f"{example}: the reconciler takes it back",
+            "PATCH",
+            f"{path}?fieldManager=modelbooster&force=true",
+            body=serving,
+            content_type=APPLY,
+        )
+
+
+# ---- our webhook behind each server --------------------------------------------------------------------------------
+
+
+@scenario
+def modelbooster_admission(r: Recorder) -> None:
+    """Our webhook registered by URL with the cluster CA: how each server passes its answers on (denials, patches,
+    warnings), and what an object stored before the registration can still have done to it."""
+    from tests.realapi.webhook import register_webhook
+
+    carried = load_example("invalid/pd-without-decode.yaml")
+    carried["metadata"] = {"name": "carried"}
+    r.request("stored before the webhook", "POST", boosters(r), body=carried)
+    registration = register_webhook(r.api, r.webhook, namespace=r.namespace)
+    try:
+        for example in sorted(EXPECTED_REJECTIONS):
+            document = load_example(f"invalid/{example}")
+            document["metadata"] = {"name": example.removesuffix(".yaml")}
+            r.request(example, "POST", boosters(r), body=document)
+        zero_pods = booster("zero-pods")
+        zero_pods["spec"]["backends"][0]["workers"][0]["pods"] = 0
+        r.request("defaults and a warning", "POST", boosters(r), body=zero_pods)
+        r.request("dry run", "POST", f"{boosters(r)}?dryRun=All", body=booster("dry"))
+        r.request(
+            "dry-run apply",
+            "PATCH",
+            f"{boosters(r, 'applied')}?fieldManager=kubectl&dryRun=All",
+            body=booster("applied"),
+            content_type=APPLY,
+        )
+        r.request(
+            "replicas change",
+            "PATCH",
+            boosters(r, "zero-pods"),
+            content_type=JSON_PATCH,
+            body=[{"op": "replace", "path": "/spec/backends/0/workers/0/replicas", "value": 2}],
+        )
+        r.request(
+            "carried over: relabel",
+            "PATCH",
+            boosters(r, "carried"),
+            body={"metadata": {"labels": {"team": "a"}}},
+            content_type=MERGE,
+        )
+        r.request(
+            "carried over: unrelated edit",
+            "PATCH",
+            boosters(r, "carried"),
+            content_type=MERGE,
+            body={"spec": {"backends": [{**carried["spec"]["backends"][0], "modelURI": "hf://Qwen/Q"}]}},
+        )
+        r.request(
+            "carried over: status",
+            "PATCH",
+            f"{boosters(r, 'carried')}/status",
+            content_type=MERGE,
+            body={
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Failed",
+                            "status": "True",
+                            "reason": "Invalid",
+                            "message": "m",
+                            "lastTransitionTime": "2026-01-01T00:00:00Z",
+                        }
+                    ]
+                }
+            },
+        )
+        r.request("carried over: delete", "DELETE", boosters(r, "carried"))
+    finally:
+        registration.remove(r.api)

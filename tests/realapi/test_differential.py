@@ -15,8 +15,9 @@ from tests.apiserver.widgets import WIDGET_CRD
 from tests.fakeapi.server import FakeApiServer
 from tests.realapi.controlplane import RealCluster
 from tests.realapi.crds import apply_crds, chart_crds
-from tests.realapi.differential import Allowed, Recorder, checks, compare, unexplained
+from tests.realapi.differential import SUITE_SIZE, Allowed, Recorder, checks, compare, unexplained
 from tests.realapi.scenarios import SCENARIOS
+from tests.realapi.webhook import WebhookServer
 
 # Known differences, by scenario and step: what the fake does otherwise and why that is accepted. Anything else
 # the two servers answer differently is a fake bug.
@@ -68,18 +69,20 @@ def _namespace(api: Any, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_fake_answers_like_the_real_server(name: str, diff_fake: Any, diff_real: Any, record_property: Any) -> None:
+def test_fake_answers_like_the_real_server(
+    name: str, diff_fake: Any, diff_real: Any, real_webhook_server: WebhookServer, request: pytest.FixtureRequest
+) -> None:
     namespace = f"d-{uuid.uuid4().hex[:10]}"
     runs = {}
     for label, api in (("fake", diff_fake), ("real", diff_real)):
         _namespace(api, namespace)
-        recorder = Recorder(api, namespace)
+        recorder = Recorder(api, namespace, webhook=real_webhook_server)
         SCENARIOS[name](recorder)
         runs[label] = recorder.steps
-    record_property("checks", checks(runs["real"]))
-
     differences = compare(runs["fake"], runs["real"])
     unexpected, stale = unexplained(name, differences, ALLOWED)
+    size = request.config.stash.setdefault(SUITE_SIZE, {})
+    size[name] = (checks(runs["real"]), len(differences) - len(unexpected))
     report = "\n".join(str(d) for d in unexpected)
     assert not unexpected, f"{len(unexpected)} unexplained difference(s) in {name}:\n{report}"
     assert not stale, f"allow-listed differences that did not occur in {name}: {stale}"
