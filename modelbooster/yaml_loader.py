@@ -16,6 +16,12 @@ libyaml's parser (`CSafeLoader`) is used when PyYAML has it, the pure-Python one
 for both: both composers call the resolver's `descend_resolver` hook before they build each node (so the
 depth is checked before libyaml's own recursion goes deeper, and the values are counted as they are
 composed), and the expansion is measured on the composed node graph, which both hand back to Python.
+
+Which text is refused, and with which words, must not depend on the libyaml a machine happens to have:
+libyaml 0.2.6 (in PyYAML 6.0.4's wheels) stops a flow collection at 1,000 levels while scanning ahead, before
+the composer reaches our bound of 100, and words it its own way; 0.2.5 did not. So libyaml only ever accepts:
+text it refuses as not valid YAML is read again by PyYAML's own parser, whose answer stands (refusals are the
+rare path; valid text is read once, by libyaml).
 """
 
 from __future__ import annotations
@@ -182,10 +188,24 @@ if yaml.__with_libyaml__:
 DEFAULT_LIMITS = ReadLimits()
 
 
+class _NotYAML(YAMLInputError):
+    """The parser refused the text as YAML (as opposed to valid YAML past one of our bounds)."""
+
+
 def load_stream(
     text: str, *, limits: ReadLimits = DEFAULT_LIMITS, loader: type[_KubernetesReading] = LOADERS[0]
 ) -> list[Any]:
     """The non-empty documents of a YAML (or JSON) stream as JSON-compatible data; YAMLInputError otherwise."""
+    try:
+        return _load_stream(text, limits=limits, loader=loader)
+    except _NotYAML:
+        if loader is PythonLoader:
+            raise
+    # libyaml refused the text: PyYAML's own parser decides, so that every libyaml release gives one answer.
+    return _load_stream(text, limits=limits, loader=PythonLoader)
+
+
+def _load_stream(text: str, *, limits: ReadLimits, loader: type[_KubernetesReading]) -> list[Any]:
     values_left = limits.value_budget(len(text))
     # Without an `&` there is no anchor, hence no alias: each document is the tree its composer counted.
     may_alias = "&" in text
@@ -193,7 +213,7 @@ def load_stream(
     try:
         parser = loader(text)
     except yaml.YAMLError as error:  # PyYAML's reader refuses unprintable characters at once
-        raise YAMLInputError(f"not valid YAML: {_yaml_problem(error)}") from None
+        raise _NotYAML(f"not valid YAML: {_yaml_problem(error)}") from None
     try:
         for count in itertools.count(1):
             number = len(documents) + 1  # empty documents are skipped, and not numbered
@@ -226,7 +246,7 @@ def _compose(
     except _Refused as error:
         raise YAMLInputError(str(error), document=number) from None
     except yaml.YAMLError as error:
-        raise YAMLInputError(f"not valid YAML: {_yaml_problem(error)}") from None
+        raise _NotYAML(f"not valid YAML: {_yaml_problem(error)}") from None
 
 
 def _construct(parser: _KubernetesReading, node: Node, *, number: int) -> Any:
@@ -234,7 +254,7 @@ def _construct(parser: _KubernetesReading, node: Node, *, number: int) -> Any:
         return parser.construct_document(node)
     except _Refused as error:
         raise YAMLInputError(str(error), document=number) from None
-    except yaml.YAMLError as error:
+    except yaml.YAMLError as error:  # construction is Python for both parsers: no second reading needed
         raise YAMLInputError(f"not valid YAML: {_yaml_problem(error)}") from None
     except (ValueError, TypeError, KeyError, IndexError, OverflowError) as error:
         # PyYAML's own constructors on explicitly tagged nonsense, e.g. `!!int x`, `!!int ''`, `!!bool maybe`,

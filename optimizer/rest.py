@@ -38,6 +38,7 @@ from process.flags import port as port_number
 from process.flags import typed
 from process.logs import configure
 from shared.api.inferno import HIGHEST_PRIORITY, LOWEST_PRIORITY
+from shared.errors import pydantic_detail_message
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def _validation_message(error: ValidationError) -> str:
     parts = []
     for detail in error.errors():
         path = ".".join(str(part) for part in detail["loc"]) or "body"
-        parts.append(f"{path}: {detail['msg']}")
+        parts.append(f"{path}: {pydantic_detail_message(detail)}")
     return "; ".join(parts)
 
 

@@ -11,7 +11,10 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 ErrorType = Literal["Invalid", "Required", "Forbidden", "Internal", "NotSupported", "Duplicate", "TooMany", "TooLong"]
 
@@ -197,3 +200,13 @@ class ValidationFailed(Exception):
 
 def duplicate(path: str, value: object) -> FieldError:
     return FieldError(path=path, type="Duplicate", value=value, detail="")
+
+
+def pydantic_detail_message(detail: ErrorDetails) -> str:
+    """The words for one pydantic error: a rule of ours says its own message, not pydantic's "Value error, "
+    wrapping of it; pydantic's own checks (bounds, types, required) keep pydantic's message."""
+    if detail["type"] in {"value_error", "assertion_error"}:
+        error = (detail.get("ctx") or {}).get("error")
+        if error is not None:
+            return str(error)
+    return detail["msg"]

@@ -24,6 +24,7 @@ from shared.api.inferno import (
     Server,
     ServiceClass,
 )
+from shared.errors import pydantic_detail_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,9 @@ def issues_from_validation_error(*, kind: str, name: str, error: ValidationError
     """Pydantic errors as issues with dotted wire paths (`spec.data[0].alpha`)."""
     issues = []
     for detail in error.errors():
-        issues.append(InfernoIssue(kind=kind, name=name, path=_dotted(detail["loc"]), message=detail["msg"]))
+        issues.append(
+            InfernoIssue(kind=kind, name=name, path=_dotted(detail["loc"]), message=pydantic_detail_message(detail))
+        )
     return issues
 
 

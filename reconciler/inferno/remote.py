@@ -43,6 +43,7 @@ from optimizer.system import (
     ServiceClass,
     System,
 )
+from shared.errors import pydantic_detail_message
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ def _parse(model: type[_Model], data: Any, *, endpoint: str) -> _Model:
 def _first_error(error: ValidationError) -> str:
     detail = error.errors()[0]
     path = ".".join(str(part) for part in detail["loc"]) or "body"
-    return f"{path}: {detail['msg']}"
+    return f"{path}: {pydantic_detail_message(detail)}"
 
 
 def _segment(value: str) -> str:

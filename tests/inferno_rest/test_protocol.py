@@ -11,6 +11,7 @@ from aiohttp.test_utils import TestClient
 from modelbooster.cli import build_parser
 from optimizer import rest
 from tests.inferno_rest.conftest import FLAGS, G2, GRANITE_G2, PREMIUM, SERVER, worked_example
+from tests.pydantic_words import says
 
 Client = TestClient[Any, Any]
 
@@ -52,27 +53,39 @@ async def test_every_post_rejects_malformed_json(stateful: Client, path: str) ->
 @pytest.mark.parametrize(
     ("path", "body", "expected"),
     [
-        ("/addAccelerator", {"name": "G2", "type": "G2"}, "cost: Field required"),
-        ("/addAccelerator", {**G2, "cost": -1}, "cost: Input should be greater than 0"),
-        ("/addAccelerator", {**G2, "multiplicity": 0}, "multiplicity: Input should be greater than or equal to 1"),
-        ("/setAccelerators", {"accelerators": [G2, G2]}, "Value error, duplicate accelerator name 'G2'"),
-        ("/setCapacity", {"type": "G2", "count": -3}, "count: Input should be greater than or equal to 0"),
-        ("/setCapacities", {"count": [{"count": 3}]}, "count.0.type: Field required"),
-        ("/setModels", {"models": [{**GRANITE_G2, "maxBatchSize": 0}]}, "models.0.maxBatchSize: Input should be"),
+        ("/addAccelerator", {"name": "G2", "type": "G2"}, f"cost: {says('missing')}"),
+        ("/addAccelerator", {**G2, "cost": -1}, f"cost: {says('greater_than', gt=0)}"),
+        ("/addAccelerator", {**G2, "multiplicity": 0}, f"multiplicity: {says('greater_than_equal', ge=1)}"),
+        ("/setAccelerators", {"accelerators": [G2, G2]}, "body: duplicate accelerator name 'G2'"),
+        ("/setCapacity", {"type": "G2", "count": -3}, f"count: {says('greater_than_equal', ge=0)}"),
+        ("/setCapacities", {"count": [{"count": 3}]}, f"count.0.type: {says('missing')}"),
+        (
+            "/setModels",
+            {"models": [{**GRANITE_G2, "maxBatchSize": 0}]},
+            f"models.0.maxBatchSize: {says('greater_than_equal', ge=1)}",
+        ),
         ("/addModelAcceleratorPerf", {**GRANITE_G2, "alpha": 0, "beta": 0}, "alpha and beta cannot both be 0"),
-        ("/setServiceClasses", {"serviceClasses": [{**PREMIUM, "priority": 0}]}, "serviceClasses.0.priority: Input"),
-        ("/addServiceClassModelTargets", {**PREMIUM, "priority": 101}, "priority: Input should be less than or"),
-        ("/addServiceClassModelTarget", {"name": "Premium", "model": "g", "slo-itl": -1}, "slo-itl: Input should"),
-        ("/addServer", {**SERVER, "minNumReplicas": -1}, "minNumReplicas: Input should be greater than or equal"),
+        (
+            "/setServiceClasses",
+            {"serviceClasses": [{**PREMIUM, "priority": 0}]},
+            f"serviceClasses.0.priority: {says('greater_than_equal', ge=1)}",
+        ),
+        ("/addServiceClassModelTargets", {**PREMIUM, "priority": 101}, f"priority: {says('less_than_equal', le=100)}"),
+        (
+            "/addServiceClassModelTarget",
+            {"name": "Premium", "model": "g", "slo-itl": -1},
+            f"slo-itl: {says('greater_than_equal', ge=0)}",
+        ),
+        ("/addServer", {**SERVER, "minNumReplicas": -1}, f"minNumReplicas: {says('greater_than_equal', ge=0)}"),
         (
             "/setServers",
             {"servers": [{**SERVER, "currentAlloc": {"load": {"arrivalRate": -5}}}]},
-            "servers.0.currentAlloc.load.arrivalRate: Input should be greater than or equal to 0",
+            f"servers.0.currentAlloc.load.arrivalRate: {says('greater_than_equal', ge=0)}",
         ),
-        ("/addServer", {"class": "Premium"}, "name: Field required; model: Field required"),
-        ("/optimize", {**FLAGS, "saturationPolicy": "Fair"}, "saturationPolicy: Input should be 'None', "),
-        ("/optimize", {**FLAGS, "unlimited": "perhaps"}, "unlimited: Input should be a valid boolean"),
-        ("/optimizeOne", {"acceleratorData": {}}, "system: Field required"),
+        ("/addServer", {"class": "Premium"}, f"name: {says('missing')}; model: {says('missing')}"),
+        ("/optimize", {**FLAGS, "saturationPolicy": "Fair"}, "saturationPolicy: "),
+        ("/optimize", {**FLAGS, "unlimited": "perhaps"}, f"unlimited: {says('bool_parsing')}"),
+        ("/optimizeOne", {"acceleratorData": {}}, f"system: {says('missing')}"),
     ],
 )
 async def test_invalid_bodies_get_400_with_the_reason(stateful: Client, path: str, body: Any, expected: str) -> None:
