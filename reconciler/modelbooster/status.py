@@ -36,6 +36,7 @@ REASON_INVALID = "InvalidSpec"
 REASON_NOT_OWNED = "OwnershipConflict"
 REASON_CHILD_TERMINATING = "ChildTerminating"
 REASON_LORA = "LoraUpdateFailed"
+REASON_KIND_NOT_SERVED = "KindNotServed"
 REASON_SUCCEEDED = "ReconcileSucceeded"
 MESSAGE_SUCCEEDED = "all children are applied"
 
