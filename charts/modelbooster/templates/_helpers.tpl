@@ -158,12 +158,12 @@ matchExpressions:
 
 {{/*
 The reconciler's rules on ModelBoosters, their children and the Inferno kinds: the verbs its code uses.
-Informers list and watch (no get); children are created, read back after an AlreadyExists, changed by
-server-side apply (patch) and deleted when stale; status is written with a patch; Events are created, then
-patched when they repeat.
+Informers list and watch; a ModelBooster is read (get) afresh before it adopts an orphaned child, and by
+Inferno's Scale actuation; children are created, read back after an AlreadyExists, changed by server-side
+apply or a merge patch (patch) and deleted when stale; status is written with a patch; Events are created,
+then patched when they repeat.
 */}}
 {{- define "modelbooster.reconciler.workloadRules" -}}
-# get: a fresh read of a ModelBooster before it adopts an orphaned child.
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelboosters"]
   verbs: ["get", "list", "watch"]
