@@ -1,13 +1,15 @@
 """The ModelBooster controller: ModelBooster → children, status and events (docs/design/reconciler.md §2).
 
 One reconcile of `namespace/name`, reading everything from the informer caches:
-1. gone or being deleted → nothing to do (children go with it through ownerReference garbage collection);
+1. gone or being deleted, or its namespace being deleted → nothing to do (children go with it through
+   ownerReference garbage collection, or with the namespace);
 2. default + validate (defence in depth: an object that bypassed the webhook and is invalid is marked Failed
    with the webhook's message, and nothing else is written), then synthesize the desired children;
-3. make each child match (apply.py): create the missing, update the drifted or outdated, refuse to touch
-   same-named objects this ModelBooster does not control;
+3. make each child match (apply.py): create the missing, update the drifted or outdated, remove what others
+   added to a child's spec, adopt orphans of ours, refuse to touch same-named objects this ModelBooster may not
+   take over (and watch them, so their going is noticed at once);
 4. if every child is in place, delete stale children of every kind (a removed backend, autoscaling switched
-   level or removed) that this ModelBooster controls;
+   level or removed) that this ModelBooster controls, and orphans of its model it no longer wants;
 5. compute the status (status.py) and write it only if it changed; post Events for what was created, updated,
    deleted, and for failures.
 Failures are retried with per-key exponential backoff; an invalid spec is not retried (a new generation

@@ -73,7 +73,6 @@ ALLOWED_UNUSED: dict[Grant, str] = {
         Grant(INFERNO, f"{resource}/status", "patch", None): INFERNO_STATEFUL_ONLY
         for resource in ("accelerators", "models", "serviceclasses", "capacities", "servers")
     },
-    Grant(WORKLOAD, "modelboosters", "get", None): INFERNO_SCALE_ONLY,
     **{
         Grant(group, f"{resource}/scale", verb, None): INFERNO_SCALE_ONLY
         for group, resource in (

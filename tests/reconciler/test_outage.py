@@ -16,7 +16,10 @@ from tests.reconciler.harness import Cluster, RunningReconciler, backend, booste
 async def test_an_outage_makes_a_few_log_lines_and_converges_without_redundant_writes(
     cluster: Cluster, fake: FakeApiServer, reconciler: RunningReconciler, caplog: pytest.LogCaptureFixture
 ) -> None:
+    cluster.create_booster(booster("first", backend("a")))  # the reconciler knows what is served and works
+    await eventually(lambda: cluster.condition("first", "Initialized") == "True")
     caplog.set_level(logging.INFO)
+    caplog.clear()
     fake.requests.clear()
     outage = fake.faults.reset_next(None)  # every new connection is cut, as when the server is down
     names = [f"m{i}" for i in range(5)]
@@ -44,4 +47,4 @@ async def test_an_outage_makes_a_few_log_lines_and_converges_without_redundant_w
     # requests are logged with status 0).
     creates = [e for e in reconciler.writes() if e.verb == "create" and e.resource == "modelservings"]
     assert sorted(e.status for e in creates if e.status) == [201] * len(names)
-    assert sorted(cluster.names(MODEL_SERVING)) == sorted(f"{n}-a" for n in names)
+    assert sorted(cluster.names(MODEL_SERVING)) == sorted(f"{n}-a" for n in ["first", *names])
