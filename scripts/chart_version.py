@@ -2,7 +2,7 @@
 
 Helm (and every chart repository and GitOps tool) treats a chart version as immutable: two different charts
 published as the same version are a silent surprise for whoever installed the first. So the content of
-charts/modelbooster (templates, values, schema, CRDs, dashboard, the child-CRD subchart) is hashed, and
+charts/modelbooster (templates, values, schema, CRDs, dashboard, the local subcharts) is hashed, and
 charts/modelbooster.digests records the digest of each chart version. A test fails when the content differs
 from the digest recorded for the version in Chart.yaml.
 
@@ -31,7 +31,6 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHART = REPO_ROOT / "charts" / "modelbooster"
-SUBCHART_DIR = Path("charts") / "child-crds"
 DIGESTS = REPO_ROOT / "charts" / "modelbooster.digests"
 _VERSION_LINE = re.compile(r"^(?P<key>version: *)(?P<value>\S+)[ \t]*$", flags=re.MULTILINE)
 _DEPENDENCY_VERSION = re.compile(r"^(?P<key>    version: *)(?P<value>\S+)[ \t]*$", flags=re.MULTILINE)
@@ -117,14 +116,15 @@ def problem(chart: Path = CHART, digests: Path = DIGESTS) -> str | None:
 
 
 def bump(chart: Path, part: str) -> str:
-    """Raise the version of the chart, its child-CRD subchart and the dependency on it; return the new one."""
+    """Raise the version of the chart, of its local subcharts (charts/*/) and of its dependencies on them, which
+    move together; return the new one."""
     old = chart_version(chart)
     match = _SEMVER.match(old)
     if not match:
         raise ChartVersionError(f"chart version {old!r} is not MAJOR.MINOR.PATCH")
     major, minor, patch = (int(part_) for part_ in match.groups())
     new = f"{major}.{minor + 1}.0" if part == "minor" else f"{major}.{minor}.{patch + 1}"
-    for path in (chart / "Chart.yaml", chart / SUBCHART_DIR / "Chart.yaml"):
+    for path in (chart / "Chart.yaml", *sorted((chart / "charts").glob("*/Chart.yaml"))):
         text = path.read_text(encoding="utf-8")
         text = _VERSION_LINE.sub(lambda m: f"{m['key']}{new}", text, count=1)
         if path.parent == chart:

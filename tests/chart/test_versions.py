@@ -19,8 +19,6 @@ from tests.chart.render import CHART_DIR, REPO_ROOT, Rendered
 from tests.chart.scripts import load_script
 from webhook.metrics import WebhookMetrics
 
-SUBCHART = CHART_DIR / "charts" / "child-crds"
-
 
 @pytest.fixture(scope="module")
 def chart_version() -> ModuleType:
@@ -36,15 +34,23 @@ def package_version() -> str:
     return str(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"])
 
 
+def _subcharts() -> list[Path]:
+    found = sorted((CHART_DIR / "charts").glob("*/Chart.yaml"))
+    assert found, "the chart has no local subchart (the child CRDs live in one)"
+    return found
+
+
 def test_the_package_version_is_the_charts_app_version() -> None:
     assert _yaml(CHART_DIR / "Chart.yaml")["appVersion"] == package_version()
-    assert _yaml(SUBCHART / "Chart.yaml")["appVersion"] == package_version()
+    for subchart in _subcharts():
+        assert _yaml(subchart)["appVersion"] == package_version(), subchart
 
 
-def test_the_subchart_moves_with_the_chart() -> None:
+def test_the_subcharts_move_with_the_chart() -> None:
     chart = _yaml(CHART_DIR / "Chart.yaml")
-    (dependency,) = chart["dependencies"]  # type: ignore[misc]
-    assert _yaml(SUBCHART / "Chart.yaml")["version"] == chart["version"] == dependency["version"]
+    dependencies: list[dict[str, object]] = chart["dependencies"]  # type: ignore[assignment]
+    assert {dependency["version"] for dependency in dependencies} == {chart["version"]}
+    assert {_yaml(subchart)["version"] for subchart in _subcharts()} == {chart["version"]}
 
 
 def test_the_default_image_tag_is_the_package_version(defaults: Rendered) -> None:
@@ -99,6 +105,8 @@ def test_bumping_changes_the_version_fields_only(chart_version: ModuleType, tmp_
     new = chart_version.bump(chart, "patch")
     major, minor, patch = (int(part) for part in old.split("."))
     assert new == f"{major}.{minor}.{patch + 1}"
-    assert chart_version.chart_version(chart / "charts" / "child-crds") == new
-    assert _yaml(chart / "Chart.yaml")["dependencies"][0]["version"] == new  # type: ignore[index]
+    for subchart in sorted((chart / "charts").glob("*/Chart.yaml")):
+        assert _yaml(subchart)["version"] == new, subchart
+    dependencies: list[dict[str, object]] = _yaml(chart / "Chart.yaml")["dependencies"]  # type: ignore[assignment]
+    assert {dependency["version"] for dependency in dependencies} == {new}
     assert chart_version.digest(chart) == before
