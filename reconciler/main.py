@@ -63,6 +63,7 @@ from reconciler.runtime.leader import LeaseTimings
 logger = logging.getLogger(__name__)
 
 
+
 _FLAGS: Final[dict[str, Flag]] = {
     "--kubeconfig": Flag("kubeconfig", str, None, "kubeconfig file (default: in-cluster, then $KUBECONFIG/~/.kube)"),
     "--namespaces": Flag("namespaces", comma_list, (), "comma-separated namespaces to watch (default: all)"),

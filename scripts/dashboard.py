@@ -377,6 +377,84 @@ def _inferno(dashboard: Dashboard) -> Dashboard:
     )
 
 
+# Per-Server series carry the Server's namespace as `exported_namespace` (the scrape sets `namespace`).
+SERVER = "exported_namespace, server"
+SERVER_LEGEND = "{{exported_namespace}}/{{server}}"
+
+
+def _inferno_loop(dashboard: Dashboard) -> Dashboard:
+    return (
+        dashboard.with_row(Row("Inferno loop"))
+        .with_panel(
+            _timeseries(
+                "Desired vs current replicas",
+                "Per Server: the replicas the last run decided (what Scale actuation, KEDA or an HPA acts on) "
+                "and those its target reports.",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_desired_replicas{{{RECONCILER}}})", f"desired {SERVER_LEGEND}"),
+                Query(f"max by ({SERVER}) (inferno_current_replicas{{{RECONCILER}}})", f"current {SERVER_LEGEND}"),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Load: arrival rate",
+                "Requests per minute each Server was sized for (measured from vLLM's metrics for a targeted one).",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_load_arrival_rate{{{RECONCILER}}})", SERVER_LEGEND),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Load: tokens per request",
+                "Average generated tokens per request each Server was sized for.",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_load_avg_length{{{RECONCILER}}})", SERVER_LEGEND),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "ITL: predicted vs observed",
+                "Mean inter-token latency Inferno predicts for each Server's decision, beside the one vLLM "
+                "observes per model (vllm:time_per_output_token_seconds, when Prometheus scrapes vLLM).",
+                "s",
+                Query(
+                    f"max by ({SERVER}) (inferno_predicted_itl_seconds{{{RECONCILER}}})", f"predicted {SERVER_LEGEND}"
+                ),
+                Query(
+                    "sum by (namespace, model_name) (rate(vllm:time_per_output_token_seconds_sum[$__rate_interval]))"
+                    " / sum by (namespace, model_name) "
+                    "(rate(vllm:time_per_output_token_seconds_count[$__rate_interval]))",
+                    "observed {{namespace}}/{{model_name}}",
+                ),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Not measured, not scaled",
+                "Servers whose load the last run could not measure (last load kept), and Servers whose target "
+                "Scale actuation leaves alone, by reason (the ScalingActive condition's).",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_load_stale{{{RECONCILER}}}) > 0", f"load stale {SERVER_LEGEND}"),
+                Query(
+                    f"max by ({SERVER}, reason) (inferno_scale_blocked{{{RECONCILER}}})",
+                    f"{{{{reason}}}} {SERVER_LEGEND}",
+                ),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Scale changes",
+                "Changes of targets' replicas made by Scale actuation, per hour, by direction.",
+                "none",
+                Query(
+                    f"sum by (direction) (increase(inferno_scale_changes_total{{{RECONCILER}}}[1h]))",
+                    "{{direction}}",
+                ),
+            )
+        )
+    )
+
+
 def build() -> DashboardModel:
     """The dashboard, its panels numbered in order (Grafana links to a panel by its id)."""
     dashboard = (
@@ -388,7 +466,7 @@ def build() -> DashboardModel:
         .time("now-6h", "now")
         .timezone("browser")
     )
-    for section in (_variables, _scrapes, _admission, _reconciler, _boosters, _inferno):
+    for section in (_variables, _scrapes, _admission, _reconciler, _boosters, _inferno, _inferno_loop):
         dashboard = section(dashboard)
     model = dashboard.build()
     for number, panel in enumerate(model.panels or (), start=1):

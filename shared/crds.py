@@ -44,6 +44,7 @@ Rule = Mapping[str, Any]
 
 OWN_CRDS_DIRECTORY: Final = "crds"
 CHILD_CRDS_DIRECTORY: Final = "charts/child-crds/crds"
+INFERNO_CRDS_DIRECTORY: Final = "charts/inferno-crds/crds"
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,11 @@ class CrdKind:
     keywords: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     core_descriptions: bool = True
     # Where the chart keeps the file, relative to the chart: the child kinds live in a subchart so that
-    # `crds.installChildCRDs: false` can leave them to Kthena (Helm installs every crds/ file of an enabled chart).
+    # `crds.installChildCRDs: false` can leave them to Kthena, and the Inferno kinds in one so that
+    # `inferno.enabled: false` leaves them out (Helm installs every crds/ file of an enabled chart).
     chart_directory: str = OWN_CRDS_DIRECTORY
+    # The `scale` subresource (specReplicasPath, statusReplicasPath, labelSelectorPath), when the kind has one.
+    scale: Mapping[str, str] | None = None
 
     @property
     def name(self) -> str:
@@ -133,6 +137,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         keywords={"spec.template.gangPolicy.minRoleReplicas": {"maxProperties": 4}},
         # Two full PodSpecs per role: their descriptions alone would push the CRD past a megabyte.
         core_descriptions=False,
+        scale=children.MODEL_SERVING_SCALE,
     ),
     CrdKind(
         WORKLOAD_GROUP,
@@ -177,7 +182,15 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         rules=_cel(children.MODEL_ROUTE_RULES),
     ),
     *(
-        CrdKind(INFERNO_GROUP, kind, plural, model, version=INFERNO_VERSION, categories=("inferno",))
+        CrdKind(
+            INFERNO_GROUP,
+            kind,
+            plural,
+            model,
+            version=INFERNO_VERSION,
+            categories=("inferno",),
+            chart_directory=INFERNO_CRDS_DIRECTORY,
+        )
         for kind, plural, model in INFERNO_KINDS
     ),
 )
@@ -214,7 +227,7 @@ def crd(kind: CrdKind) -> dict[str, Any]:
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": schema},
-        "subresources": {"status": {}},
+        "subresources": {"status": {}, **({"scale": dict(kind.scale)} if kind.scale else {})},
     }
     if kind.printer_columns:
         version["additionalPrinterColumns"] = [column.to_crd() for column in kind.printer_columns]

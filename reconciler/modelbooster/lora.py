@@ -304,6 +304,7 @@ class LoraUpdater:
             return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
+
 def _running_with_ip(pod: dict[str, Any]) -> bool:
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and bool(status.get("podIP"))

@@ -39,8 +39,14 @@ from shared.constants import LABEL_REVISION
 
 logger = logging.getLogger(__name__)
 
-# Bound on the memo of pruned paths per (kind, revision): past it, the memo starts over.
-_MEMO_MAX: Final = 20_000
+# Bound on the memo of pruned paths per (kind, revision): past it, the memo starts over (~80 bytes an entry).
+_MEMO_MAX: Final = 50_000
+_CLEAN: Final[tuple[Path, ...]] = ()
+_HEX: Final = frozenset("0123456789abcdef")
+
+
+def _is_hex(text: str) -> bool:
+    return all(char in _HEX for char in text)
 # Where our copy of each child CRD is; any generation of Kthena's own serves too.
 CHILD_CRDS_DIRECTORY: Final = "charts/modelbooster/charts/child-crds/crds"
 
@@ -65,7 +71,10 @@ class ServedChildren(Mapping[Kind, Informer]):
         self.informers = ServedKindInformers(manager, served, self.kinds, make=make)
         self._callbacks: list[Callable[[], None]] = []
         self._reported: set[tuple[str, str, str]] = set()
-        self._memo: dict[tuple[Kind, str, int], list[Path]] = {}
+        # Per kind, revision digest (as an int: small) -> what the served schema prunes from that desired child.
+        # The digest covers exactly the child's desired content, so each revision is walked once per schema.
+        self._memo: dict[Kind, dict[int, tuple[Path, ...]]] = {}
+        self._memo_size = 0
         self.generation: Generation | None = None
         self._summary = ""
         self.not_served_fields = Counter(
@@ -182,19 +191,23 @@ class ServedChildren(Mapping[Kind, Informer]):
         version = self.served.served(kind)
         return version.schema if version is not None else None
 
-    def _pruned(self, child: Desired) -> list[Path]:
+    def _pruned(self, child: Desired) -> tuple[Path, ...]:
         schema = self._schema(child.kind)
         if schema is None:
-            return []
+            return ()
         revision = str(((child.obj.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION) or "")
-        key = (child.kind, revision, id(schema))
-        if revision and key in self._memo:
-            return self._memo[key]
-        paths = undeclared_paths(child.obj, schema)
-        if revision:
-            if len(self._memo) >= _MEMO_MAX:
+        key = int(revision, 16) if revision and len(revision) <= 32 and _is_hex(revision) else None
+        memo = self._memo.setdefault(child.kind, {})
+        if key is not None and key in memo:
+            return memo[key]
+        paths = tuple(undeclared_paths(child.obj, schema)) or _CLEAN
+        if key is not None:
+            if self._memo_size >= _MEMO_MAX:
                 self._memo.clear()
-            self._memo[key] = paths
+                self._memo_size = 0
+                memo = self._memo.setdefault(child.kind, {})
+            memo[key] = paths
+            self._memo_size += 1
         return paths
 
     def _on_crd_change(self, old: ServedCrd | None, new: ServedCrd | None) -> None:
@@ -204,6 +217,7 @@ class ServedChildren(Mapping[Kind, Informer]):
         if old is not None and new is not None and old.serving == new.serving and old.versions == new.versions:
             return  # a status or metadata change: nothing served changed
         self._memo.clear()
+        self._memo_size = 0
         self._changed()
 
     def _changed(self) -> None:

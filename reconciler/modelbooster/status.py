@@ -40,6 +40,7 @@ REASON_SUCCEEDED = "ReconcileSucceeded"
 MESSAGE_SUCCEEDED = "all children are applied"
 
 
+
 @dataclass(frozen=True)
 class BackendState:
     name: str

@@ -43,7 +43,7 @@ def truncate(message: str, limit: int = MAX_MESSAGE) -> str:
     if len(message) <= limit:
         return message
     half = (limit - 3) // 2
-    return f"{message[:half]}...{message[-(limit - 3 - half) :]}"
+    return f"{message[:half]}...{message[-(limit - 3 - half):]}"
 
 
 class EventRecorder:

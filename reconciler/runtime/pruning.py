@@ -83,3 +83,4 @@ def field_name(path: Path) -> str:
     for step in path:
         text += "[]" if isinstance(step, int) else (f".{step}" if text else step)
     return text
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 from typing import Any
 
 import pytest
@@ -234,3 +235,97 @@ def test_unknown_top_level_fields_of_builtin_kinds_are_dropped_with_a_warning(
     assert answer.status == 201
     assert "spec" not in json.loads(answer.data)
     assert answer.headers["Warning"] == '299 - "unknown field \\"spec\\""'
+
+
+# ---- as kube-apiserver v1.36.2 answers (found by tests/realapi's differential suite) -------------------------
+
+
+def _post(kube_client: Any, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    response = kube_client.call_api(
+        *kube_client.param_serialize("POST", path, header_params={"Content-Type": "application/json"}, body=body)
+    )
+    response.read()
+    return response.status, json.loads(response.data)
+
+
+LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        (
+            "renewTime",
+            "2026-01-01T00:00:00Z",
+            'parsing time "2026-01-01T00:00:00Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000"',
+        ),
+        (
+            "acquireTime",
+            "yesterday",
+            'parsing time "yesterday" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "yesterday" as "2006"',
+        ),
+        (
+            "leaseDurationSeconds",
+            "15",
+            "json: cannot unmarshal string into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32",
+        ),
+    ],
+)
+def test_lease_fields_are_decoded_as_their_go_types(kube_client: Any, field: str, value: Any, error: str) -> None:
+    """A MicroTime needs its six fraction digits: a client writing RFC 3339 seconds is refused."""
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": {field: value}}
+    status, body = _post(kube_client, LEASE_PATH, lease)
+    assert (status, body["reason"]) == (400, "BadRequest")
+    assert body["message"] == f'Lease in version "v1" cannot be handled as a Lease: {error}'
+
+
+def test_event_timestamps_are_decoded_and_zero_fields_are_served(kube_client: Any) -> None:
+    path = "/api/v1/namespaces/default/events"
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "e"},
+        "involvedObject": {"kind": "ModelBooster", "name": "m", "namespace": "default"},
+        "reason": "Synced",
+        "source": {"component": "c"},
+    }
+    status, body = _post(kube_client, path, {**event, "firstTimestamp": "nope"})
+    assert status == 400
+    assert body["message"] == (
+        'Event in version "v1" cannot be handled as a Event: parsing time "nope" as "2006-01-02T15:04:05Z07:00": '
+        'cannot parse "nope" as "2006"'
+    )
+    status, created = _post(kube_client, path, {**event, "firstTimestamp": "2026-01-01T00:00:00Z"})
+    assert status == 201
+    # Fields of the Go struct without omitempty are always there.
+    assert {k: created[k] for k in ("eventTime", "lastTimestamp", "reportingComponent", "reportingInstance")} == {
+        "eventTime": None,
+        "lastTimestamp": None,
+        "reportingComponent": "",
+        "reportingInstance": "",
+    }
+    # involvedObject is an atomic struct, source a struct that always exists: no `.` entries for them.
+    assert created["metadata"]["managedFields"][0]["fieldsV1"] == {
+        "f:firstTimestamp": {},
+        "f:involvedObject": {},
+        "f:reason": {},
+        "f:source": {"f:component": {}},
+    }
+
+
+def test_lease_spec_is_a_struct_in_managed_fields(kube_client: Any) -> None:
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+             "spec": {"holderIdentity": "a"}}  # fmt: skip
+    status, created = _post(kube_client, LEASE_PATH, lease)
+    assert status == 201
+    assert created["metadata"]["managedFields"][0]["fieldsV1"] == {"f:spec": {"f:holderIdentity": {}}}
+
+
+def test_a_namespace_label_set_by_defaulting_belongs_to_its_creator(core: Any) -> None:
+    created = core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="team")))
+    (entry,) = created.metadata.managed_fields
+    assert entry.fields_v1 == {"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}
+    deleted = core.delete_namespace("team", _preload_content=False)
+    metadata = json.loads(deleted.data)["metadata"]
+    assert metadata["deletionTimestamp"]
+    assert "deletionGracePeriodSeconds" not in metadata  # a namespace's deletion sets no grace period

@@ -93,7 +93,7 @@ def test_replace_of_a_custom_resource_without_resource_version_is_422(custom: An
         custom.replace_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1", widget("w1", replicas=4))
     assert caught.value.status == 422
     assert status_of(caught.value)["message"] == (
-        'widgets.example.fakeapi.io "w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+        'widgets.example.fakeapi.io "w1" is invalid: metadata.resourceVersion: Invalid value: 0: '
         "must be specified for an update"
     )
 
@@ -278,3 +278,50 @@ def test_missing_kind_on_a_custom_resource_is_400(custom: Any) -> None:
         create_widget(custom, body)
     assert caught.value.status == 400
     assert status_of(caught.value)["message"].startswith("Object 'Kind' is missing in '")
+
+
+def test_field_validation_warnings_are_sorted_and_sent_with_a_refusal_too(custom: Any) -> None:
+    """As kube-apiserver v1.36.2 does: the pruned paths in order, also on a 422."""
+    body = widget("w1", size="huge")
+    body["extra"] = 1
+    body["spec"]["unknown"] = 2
+    _, _, headers = custom.create_namespaced_custom_object_with_http_info(
+        GROUP, VERSION, "default", PLURAL, {**widget("w2"), "extra": 1, "spec": {"size": "small", "unknown": 2}}
+    )
+    assert headers.getlist("Warning") == [
+        '299 - "unknown field \\"extra\\""',
+        '299 - "unknown field \\"spec.unknown\\""',
+    ]
+    with pytest.raises(ApiException) as caught:
+        custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, body)
+    assert caught.value.status == 422
+    assert caught.value.headers.getlist("Warning") == [
+        '299 - "unknown field \\"extra\\""',
+        '299 - "unknown field \\"spec.unknown\\""',
+    ]
+
+
+def test_an_empty_annotation_name_part_breaks_two_rules(core: Any) -> None:
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_config_map(
+            "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="c", annotations={"a/": "v"}))
+        )
+    causes = status_of(caught.value)["details"]["causes"]
+    assert [c["message"].split(": ", 2)[2][:30] for c in causes] == [
+        "name part must be non-empty",
+        "name part must consist of alph",
+    ]
+
+
+def test_status_details_leave_an_empty_name_out(custom: Any) -> None:
+    custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("w1"))
+    with pytest.raises(ApiException) as caught:
+        custom.delete_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, "w1", body={"propagationPolicy": "Sometimes"}
+        )
+    unsupported = 'Unsupported value: "Sometimes": supported values: "Foreground", "Background", "Orphan", "nil"'
+    assert status_of(caught.value)["details"] == {
+        "group": "meta.k8s.io",
+        "kind": "DeleteOptions",
+        "causes": [{"reason": "FieldValueNotSupported", "message": unsupported, "field": "propagationPolicy"}],
+    }

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from tests.apiserver.helpers import message_of
+from tests.apiserver.helpers import message_of, status_of
 from tests.apiserver.widgets import GROUP, PLURAL, VERSION, WIDGET_CRD, widget
 from tests.fakeapi.server import FakeApiServer
 
@@ -134,9 +134,10 @@ def test_delete_preconditions(custom: Any) -> None:
         )
     assert caught.value.status == 409
     assert message_of(caught.value) == (
-        'Operation cannot be fulfilled on widgets.example.fakeapi.io "w1": Precondition failed: UID in precondition: '
-        f"other, UID in object meta: {created['metadata']['uid']}"
+        'Operation cannot be fulfilled on Widget.example.fakeapi.io "w1": the UID in the precondition (other) does not '
+        f"match the UID in record ({created['metadata']['uid']}). The object might have been deleted and then recreated"
     )
+    assert status_of(caught.value)["details"] == {"name": "w1", "group": GROUP, "kind": "Widget"}
     custom.delete_namespaced_custom_object(
         GROUP,
         VERSION,
@@ -296,3 +297,26 @@ def test_watches_of_a_deleted_crd_end(kube_client: Any, custom: Any, widgets: Fa
     widgets.settle()
     assert response.read() == b""  # the stream ends (it may have been empty: no objects existed)
     response.release_conn()
+
+
+def test_a_finalizer_added_while_terminating_is_one_message_and_two_causes(custom: Any) -> None:
+    """kube-apiserver v1.36.2 runs ObjectMeta update validation twice: the cause comes twice, the message once."""
+    body = widget("w1")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, body)
+    custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "w1")
+    with pytest.raises(ApiException) as caught:
+        custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "default",
+            PLURAL,
+            "w1",
+            {"metadata": {"finalizers": ["example.com/hold", "example.com/new"]}},
+        )
+    forbidden = (
+        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers "
+        '[]string{"example.com/new"}'
+    )
+    assert message_of(caught.value) == f'Widget.example.fakeapi.io "w1" is invalid: metadata.finalizers: {forbidden}'
+    assert [c["message"] for c in status_of(caught.value)["details"]["causes"]] == [forbidden, forbidden]

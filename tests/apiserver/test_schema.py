@@ -38,6 +38,17 @@ OBJECT_SCHEMA: dict[str, Any] = {
     },
 }
 
+# Seen on kube-apiserver v1.36.2: after an OpenAPI error of a blocking type (wrong type, required, enum, too long,
+# too many) the CEL rules are not run, and the Widget schema has rules, so this error is added.
+NOT_CHECKED = (
+    "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the "
+    "existing errors to complete validation"
+)
+
+
+def blocked(message: str) -> str:
+    return f"[{message}, {NOT_CHECKED}]"
+
 
 def create(custom: Any, body: dict[str, Any], **kwargs: Any) -> Any:
     return custom.create_namespaced_custom_object_with_http_info(GROUP, VERSION, "default", PLURAL, body, **kwargs)
@@ -90,8 +101,11 @@ def test_defaults_apply_top_down_and_nulls_are_dropped_unless_nullable() -> None
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"size": "huge"}, 'spec.size: Unsupported value: "huge": supported values: "small", "medium", "large"'),
-        ({}, "spec.size: Required value"),
+        (
+            {"size": "huge"},
+            blocked('spec.size: Unsupported value: "huge": supported values: "small", "medium", "large"'),
+        ),
+        ({}, blocked("spec.size: Required value")),
         (
             {"size": "small", "replicas": 11},
             "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10",
@@ -102,23 +116,25 @@ def test_defaults_apply_top_down_and_nulls_are_dropped_unless_nullable() -> None
         ),
         (
             {"size": "small", "replicas": "2"},
-            'spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"',
+            blocked('spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"'),
         ),
-        ({"size": "small", "color": "abcdefghijk"}, "spec.color: Too long: may not be more than 10 bytes"),
+        ({"size": "small", "color": "abcdefghijk"}, blocked("spec.color: Too long: may not be more than 10 bytes")),
         (
             {"size": "small", "color": "Red"},
             "spec.color: Invalid value: \"Red\": spec.color in body should match '^[a-z]+$'",
         ),
         ({"size": "small", "ratio": 0}, "spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0"),
-        ({"size": "small", "tags": ["a", "b", "c", "d"]}, "spec.tags: Too many: 4: must have at most 3 items"),
+        ({"size": "small", "tags": ["a", "b", "c", "d"]}, blocked("spec.tags: Too many: 4: must have at most 3 items")),
         ({"size": "small", "tags": ["a", "a"]}, 'spec.tags[1]: Duplicate value: "a"'),
         (
             {"size": "small", "parts": [{"name": "p"}, {"name": "p"}]},
-            'spec.parts[1]: Duplicate value: map[string]interface {}{"name":"p"}',
+            'spec.parts[1]: Duplicate value: {"name":"p"}',
         ),
         (
             {"size": "small", "labels": {"k": 1}},
-            'spec.labels[k]: Invalid value: "integer": spec.labels[k] in body must be of type string: "integer"',
+            blocked(
+                'spec.labels[k]: Invalid value: "integer": spec.labels[k] in body must be of type string: "integer"'
+            ),
         ),
     ],
 )
@@ -135,7 +151,7 @@ def test_schema_violations_are_422_invalid_with_the_field_error(
     assert status["message"] == f'Widget.example.fakeapi.io "w1" is invalid: {message}'
     assert status["details"]["kind"] == "Widget"
     assert status["details"]["group"] == GROUP
-    assert len(status["details"]["causes"]) == 1
+    assert len(status["details"]["causes"]) == (2 if NOT_CHECKED in message else 1)
 
 
 def test_several_errors_are_listed_in_brackets(custom: Any) -> None:
@@ -145,10 +161,15 @@ def test_several_errors_are_listed_in_brackets(custom: Any) -> None:
     status = status_of(caught.value)
     assert status["message"] == (
         'Widget.example.fakeapi.io "w1" is invalid: [spec.replicas: Invalid value: 99: spec.replicas in body should be '
-        'less than or equal to 10, spec.size: Unsupported value: "huge": supported values: "small", "medium", "large"]'
+        'less than or equal to 10, spec.size: Unsupported value: "huge": supported values: "small", "medium", "large", '
+        f"{NOT_CHECKED}]"
     )
-    assert [c["field"] for c in status["details"]["causes"]] == ["spec.replicas", "spec.size"]
-    assert [c["reason"] for c in status["details"]["causes"]] == ["FieldValueInvalid", "FieldValueNotSupported"]
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.replicas", "spec.size", "<nil>"]
+    assert [c["reason"] for c in status["details"]["causes"]] == [
+        "FieldValueInvalid",
+        "FieldValueNotSupported",
+        "FieldValueInvalid",
+    ]
 
 
 def test_unknown_fields_are_pruned_with_a_warning(custom: Any) -> None:
@@ -228,9 +249,7 @@ def test_validator_reports_nullable_and_type_errors_directly() -> None:
 def test_field_error_formatting_follows_apimachinery() -> None:
     assert str(errors.invalid("spec.x", 1.5, "why")) == "spec.x: Invalid value: 1.5: why"
     assert str(errors.invalid("spec.x", True, "why")) == "spec.x: Invalid value: true: why"
-    assert str(errors.invalid("spec.x", {"b": 1, "a": "x"}, "why")) == (
-        'spec.x: Invalid value: map[string]interface {}{"a":"x", "b":1}: why'
-    )
+    assert str(errors.invalid("spec.x", {"b": 1, "a": "x"}, "why")) == ('spec.x: Invalid value: {"a":"x","b":1}: why')
     assert str(errors.required("spec.x", "")) == "spec.x: Required value"
     assert str(errors.forbidden("spec.x", "no")) == "spec.x: Forbidden: no"
     assert str(errors.too_many("spec.x", 4, 3)) == "spec.x: Too many: 4: must have at most 3 items"

@@ -41,6 +41,9 @@ RECONCILER_ALERTS = {
     "ModelBoosterWorkQueueBacklog",
     "ModelBoostersFailed",
     "ModelBoosterCRDOutdated",
+    "InfernoServerUnallocated",
+    "InfernoTargetBelowDesired",
+    "InfernoLoadNotMeasured",
 }
 RULES_ON = {"metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}}
 
@@ -193,6 +196,9 @@ def test_alert_labels_severity_and_runbook_urls(rendered_scenarios: dict[str, Re
         "ModelBoosterWorkQueueBacklog": "warning",
         "ModelBoostersFailed": "warning",
         "ModelBoosterCRDOutdated": "warning",
+        "InfernoServerUnallocated": "warning",
+        "InfernoTargetBelowDesired": "warning",
+        "InfernoLoadNotMeasured": "warning",
     }
     assert all("runbook_url" not in alert["annotations"] for alert in default.values())
     tuned = _alerts(_rule(rendered_scenarios["everything"]))
@@ -223,7 +229,7 @@ def test_alerts_select_the_series_of_this_release_only() -> None:
 
 def test_without_the_webhook_only_the_reconciler_alerts() -> None:
     rule = _rule(render({**RULES_ON, "webhook": {"enabled": False}}))
-    assert [group["name"] for group in rule["spec"]["groups"]] == ["modelbooster-reconciler"]
+    assert [group["name"] for group in rule["spec"]["groups"]] == ["modelbooster-reconciler", "modelbooster-inferno"]
     assert set(_alerts(rule)) == RECONCILER_ALERTS
 
 

@@ -36,6 +36,8 @@ INFERNO_METRICS = {
     "inferno_optimization_duration_seconds",
     "inferno_desired_alloc_writes_total",
     "inferno_remote_requests_total",
+    "inferno_load_measurement_failures_total",
+    "inferno_scale_changes_total",
 }
 
 

@@ -29,10 +29,12 @@ NETWORKING = "networking.serving.volcano.sh"
 INFERNO = "inferno.platform.ai"
 # Children: informers list/watch, create, read back after AlreadyExists, server-side apply (patch), delete.
 CHILD_WRITES = ("get", "list", "watch", "create", "patch", "delete")
+SCALED_APPS = ("deployments", "statefulsets", "replicasets")
 
 
 def _workload_grants(namespace: str | None) -> set[Grant]:
-    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("list", "watch")}
+    # get: Inferno's Scale actuation reads the ModelBooster that owns a targeted ModelServing.
+    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("get", "list", "watch")}
     grants.add(Grant(WORKLOAD, "modelboosters/status", "patch", namespace))
     for group, resources in (
         (WORKLOAD, ("modelservings", "autoscalingpolicies", "autoscalingpolicybindings")),
@@ -47,6 +49,9 @@ def _workload_grants(namespace: str | None) -> set[Grant]:
         grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("list", "watch", "patch")}
     for resource in ("optimizers", "accelerators", "models", "serviceclasses", "servers", "capacities"):
         grants.add(Grant(INFERNO, f"{resource}/status", "patch", namespace))
+    # Scale actuation: the target kinds' /scale, read and set (docs/design/inferno.md §13).
+    for group, resource in ((WORKLOAD, "modelservings"), *(("apps", r) for r in SCALED_APPS)):
+        grants |= {Grant(group, f"{resource}/scale", verb, namespace) for verb in ("get", "patch")}
     return grants
 
 
@@ -68,9 +73,7 @@ def _ca_injection_grants() -> set[Grant]:
     grants: set[Grant] = set()
     for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         grants |= {Grant("admissionregistration.k8s.io", resource, verb, None) for verb in ("get", "list", "watch")}
-        grants |= {
-            Grant("admissionregistration.k8s.io", resource, "update", None, frozenset({P}))
-        }
+        grants |= {Grant("admissionregistration.k8s.io", resource, "update", None, frozenset({P}))}
     return grants
 
 

@@ -47,6 +47,8 @@ DEFAULT_INVENTORY = {
     ("ClusterRoleBinding", f"{P}-reconciler-crds"),
     ("ClusterRole", f"{P}-reconciler-webhook-ca"),
     ("ClusterRoleBinding", f"{P}-reconciler-webhook-ca"),
+    ("ClusterRole", f"{P}-reconciler-crds"),
+    ("ClusterRoleBinding", f"{P}-reconciler-crds"),
     ("Role", f"{P}-reconciler"),
     ("RoleBinding", f"{P}-reconciler"),
 }

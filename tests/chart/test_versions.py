@@ -34,23 +34,21 @@ def package_version() -> str:
     return str(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"])
 
 
-def _subcharts() -> list[Path]:
-    found = sorted((CHART_DIR / "charts").glob("*/Chart.yaml"))
-    assert found, "the chart has no local subchart (the child CRDs live in one)"
-    return found
+SUBCHARTS = sorted(path.parent for path in (CHART_DIR / "charts").glob("*/Chart.yaml"))
 
 
 def test_the_package_version_is_the_charts_app_version() -> None:
     assert _yaml(CHART_DIR / "Chart.yaml")["appVersion"] == package_version()
-    for subchart in _subcharts():
-        assert _yaml(subchart)["appVersion"] == package_version(), subchart
+    for subchart in SUBCHARTS:
+        assert _yaml(subchart / "Chart.yaml")["appVersion"] == package_version(), subchart.name
 
 
 def test_the_subcharts_move_with_the_chart() -> None:
     chart = _yaml(CHART_DIR / "Chart.yaml")
-    dependencies: list[dict[str, object]] = chart["dependencies"]  # type: ignore[assignment]
-    assert {dependency["version"] for dependency in dependencies} == {chart["version"]}
-    assert {_yaml(subchart)["version"] for subchart in _subcharts()} == {chart["version"]}
+    dependencies = {dependency["name"]: dependency["version"] for dependency in chart["dependencies"]}  # type: ignore[union-attr]
+    assert set(dependencies) == {subchart.name for subchart in SUBCHARTS}
+    for subchart in SUBCHARTS:
+        assert _yaml(subchart / "Chart.yaml")["version"] == chart["version"] == dependencies[subchart.name]
 
 
 def test_the_default_image_tag_is_the_package_version(defaults: Rendered) -> None:

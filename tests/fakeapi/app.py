@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -13,7 +12,7 @@ from typing import Any, Final
 import yaml
 from aiohttp import web
 
-from tests.fakeapi import discovery
+from tests.fakeapi import discovery, scale
 from tests.fakeapi import errors as e
 from tests.fakeapi.admission import AdmissionSettings
 from tests.fakeapi.builtin import builtin_resources
@@ -43,7 +42,6 @@ class ServerConfig:
     require_namespaces: bool = True  # namespaced objects need an existing, non-terminating namespace
     namespaces: tuple[str, ...] = DEFAULT_NAMESPACES
     controller_delay: float = 0.0  # seconds before the garbage collector / finalizers act
-    too_large_rv_wait: float = 3.0  # how long a watch from a future resourceVersion waits
     clock: Clock = system_clock
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
 
@@ -67,7 +65,6 @@ class FakeApi:
         self.server_address = "127.0.0.1:0"
         for res in builtin_resources():
             self.registry.register(res)
-        self._changed = asyncio.Event()
 
     async def bootstrap(self) -> None:
         namespaces = self.registry.resources[("", "namespaces")]
@@ -75,20 +72,6 @@ class FakeApi:
             if self.store.get(NAMESPACE_KEY, "", name) is None:
                 req = Request(namespaces, "v1", field_manager="kube-apiserver", field_manager_param=None)
                 await self.registry.create(req, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        self.hub.listeners.append(lambda _key, _event: self._changed.set())
-
-    async def wait_for_rv(self, rv: int, patience: float) -> bool:
-        deadline = time.monotonic() + patience
-        while self.store.rv < rv:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                return False
-        return True
 
 
 # ---- routing ------------------------------------------------------------------------------------------
@@ -130,21 +113,23 @@ def _route(api: FakeApi, segments: list[str]) -> Target | Obj:
         if len(segments) == 2:
             found = discovery.api_group(resources, group)
             if found is None:
-                raise e.not_found_path()
+                raise e.page_not_found()
             return found
         version, rest = segments[2], segments[3:]
         if not rest:
             found = discovery.api_resource_list(resources, group, version)
             if found is None:
-                raise e.not_found_path()
+                raise e.page_not_found()
             return found
     else:
-        raise e.not_found_path()
+        raise e.page_not_found()
+    # Under /apis the mux answers unknown resources in plain text; the legacy /api group with a Status.
+    unknown = e.page_not_found if head == "apis" else e.not_found_path
     watch_path = False
     if rest[0] == "watch":
         watch_path, rest = True, rest[1:]
         if not rest:
-            raise e.not_found_path()
+            raise unknown()
     namespace = ""
     if rest[0] == "namespaces" and len(rest) >= 3:
         candidate = api.registry.lookup(group, version, rest[2])
@@ -152,12 +137,14 @@ def _route(api: FakeApi, segments: list[str]) -> Target | Obj:
             namespace, rest = rest[1], rest[2:]
     res = api.registry.lookup(group, version, rest[0])
     if res is None or len(rest) > 3:
-        raise e.not_found_path()
+        raise unknown()
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     if res.namespaced and name and not namespace:
-        raise e.not_found_path()
-    if subresource and not (subresource == "status" and res.has_status(version)):
+        raise unknown()
+    if subresource and not (
+        (subresource == "status" and res.has_status(version)) or (subresource == "scale" and res.scale(version))
+    ):
         raise e.not_found_path()
     return Target(res, version, namespace, name, subresource, watch_path)
 
@@ -183,9 +170,12 @@ def _truthy(value: str | None) -> bool:
 
 
 def _status_response(err: ApiError) -> web.Response:
+    if err.text is not None:
+        return web.Response(text=err.text, status=err.code, content_type="text/plain")
     response = web.json_response(err.status(), status=err.code, dumps=_dumps)
     for header, value in err.headers.items():
         response.headers[header] = value
+    _add_warnings(response, err.warnings)
     return response
 
 
@@ -195,10 +185,14 @@ def _dumps(value: Any) -> str:
 
 def _json_response(body: Obj, *, status: int, warnings: list[str]) -> web.Response:
     response = web.Response(body=_dumps(body).encode(), status=status, content_type="application/json")
+    _add_warnings(response, warnings)
+    return response
+
+
+def _add_warnings(response: web.StreamResponse, warnings: list[str]) -> None:
     for warning in warnings:
         escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.add("Warning", f'299 - "{escaped}"')
-    return response
 
 
 async def _read_body(request: web.Request) -> Any:
@@ -350,9 +344,24 @@ def make_app(api: FakeApi) -> web.Application:
 
 
 async def _dispatch(api: FakeApi, request: web.Request, target: Target, verb: str, body: Any) -> web.StreamResponse:
+    req = _make_request(target, request, verb)
+    try:
+        return await _dispatch_request(api, request, target=target, verb=verb, body=body, req=req)
+    except ApiError as err:
+        # Like kube-apiserver, warnings gathered before the failure (pruned unknown fields) go out with it.
+        err.warnings = [*req.warnings, *err.warnings]
+        raise
+
+
+async def _dispatch_request(
+    api: FakeApi, request: web.Request, *, target: Target, verb: str, body: Any, req: Request
+) -> web.StreamResponse:
     registry = api.registry
     query = request.query
-    req = _make_request(target, request, verb)
+    if target.subresource == "scale":
+        raw = await request.read() if verb == "patch" else b""
+        code, scale_obj = await scale.serve(registry, req, verb, body=body, raw=raw, content_type=request.content_type)
+        return _json_response(scale_obj, status=code, warnings=req.warnings)
     if verb == "watch":
         return await _serve_watch(api, request, req)
     if verb == "get":
@@ -446,34 +455,24 @@ async def _serve_watch(api: FakeApi, request: web.Request, req: Request) -> web.
     def served(obj: Obj) -> Obj:
         return registry.external(res, req.version, obj)
 
+    # A resourceVersion the server has not reached yet: kube-apiserver v1.36.2 keeps the watch open and sends the
+    # events after it once they happen (no error, however long it takes).
+    ahead = start_rv if start_rv is not None and start_rv > api.store.rv else 0
+
     def bookmark(annotate: bool = False) -> bytes:
-        metadata: Obj = {"resourceVersion": str(api.store.rv)}
+        metadata: Obj = {"resourceVersion": str(max(api.store.rv, ahead))}  # never behind what was asked for
         if annotate:
             metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
         return _event_line(
             "BOOKMARK", {"kind": res.kind, "apiVersion": res.api_version(req.version), "metadata": metadata}
         )
 
-    if (
-        start_rv is not None
-        and start_rv > api.store.rv
-        and not await api.wait_for_rv(start_rv, api.config.too_large_rv_wait)
-    ):
-        await response.prepare(request)
-        failure = ApiError(
-            504,
-            "Timeout",
-            f"Too large resource version: {start_rv}, current: {api.store.rv}",
-            {
-                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                "retryAfterSeconds": 1,
-            },
-        )
-        await response.write(_event_line("ERROR", failure.status()))
-        return response
     watcher = api.hub.subscribe(res.storage_key, matches)
+    watcher.after_rv = ahead
     try:
-        if start_rv is None:
+        if ahead:
+            first: list[bytes] = []
+        elif start_rv is None:
             first = [
                 _event_line("ADDED", served(o))
                 for o in api.store.items(res.storage_key, req.namespace or None)

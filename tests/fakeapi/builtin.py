@@ -13,7 +13,7 @@ import re
 from typing import Any, ClassVar, Final
 
 from tests.fakeapi import errors as e
-from tests.fakeapi import meta
+from tests.fakeapi import meta, typed
 from tests.fakeapi.errors import FieldError
 from tests.fakeapi.resources import ResourceInfo, Strategy, VersionInfo
 from tests.fakeapi.util import deep_copy
@@ -39,6 +39,15 @@ def _keyed_list(key: str, item: Obj | None = None) -> Obj:
 
 def _partial(properties: Obj) -> Obj:
     return {"type": "object", "x-fake-partial": True, "properties": properties}
+
+
+def _struct(properties: Obj) -> Obj:
+    """A non-pointer Go struct field: always present in the typed object, so managedFields never record the
+    struct itself (no `.` entry), only its fields (kube-apiserver v1.36.2: Lease `f:spec`, Event `f:source`)."""
+    return {**_partial(properties), "x-fake-struct": True}
+
+
+_ATOMIC_STRUCT: Final = {"type": "object", "x-kubernetes-map-type": "atomic"}
 
 
 def _config_key_errors(data: Any, path: str) -> list[FieldError]:
@@ -117,6 +126,10 @@ class NamespaceStrategy(Strategy):
     field_labels = frozenset({"status.phase"})
     return_deleted_object = True
     top_level_fields = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+
+    def default(self, obj: Obj) -> None:
+        # SetDefaults_Namespace adds the name label while decoding: the creator owns it in managedFields.
+        self._label(obj)
 
     def prepare_for_create(self, obj: Obj) -> None:
         obj["status"] = {"phase": "Active"}
@@ -333,8 +346,20 @@ _EVENT_LIMITS: Final = {"reportingInstance": 128, "action": 128, "reason": 128}
 NOTE_LENGTH_LIMIT: Final = 1024
 
 
+# Fields of core/v1 Event without `omitempty`: the Go struct always serializes them (null or "").
+_CORE_EVENT_ZERO: Final = {
+    "eventTime": None,
+    "firstTimestamp": None,
+    "lastTimestamp": None,
+    "reportingComponent": "",
+    "reportingInstance": "",
+}
+_EVENTS_V1_ZERO: Final = {"eventTime": None, "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None}
+
+
 class CoreEventStrategy(Strategy):
     allow_create_on_update = True
+    typed_fields = typed.CORE_EVENT_FIELDS
     field_labels = frozenset(
         {
             "involvedObject.kind",
@@ -358,6 +383,9 @@ class CoreEventStrategy(Strategy):
 
     def validate(self, obj: Obj, old: Obj | None, *, version: str) -> list[FieldError]:
         return _legacy_event_errors(obj, strict_api=False)
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        return {**obj, **{k: v for k, v in _CORE_EVENT_ZERO.items() if k not in obj}}
 
 
 def _legacy_event_errors(obj: Obj, *, strict_api: bool) -> list[FieldError]:
@@ -411,6 +439,7 @@ class EventsV1Strategy(CoreEventStrategy):
             "type",
         }
     )
+    typed_fields = typed.EVENTS_V1_FIELDS
 
     def field_value(self, obj: Obj, label: str) -> str | None:
         return Strategy.field_value(self, self.from_storage(obj, "v1"), label)
@@ -427,7 +456,7 @@ class EventsV1Strategy(CoreEventStrategy):
         return stored
 
     def from_storage(self, obj: Obj, version: str) -> Obj:
-        served = dict(obj)
+        served = {**obj, **{k: v for k, v in _EVENTS_V1_ZERO.items() if k not in obj}}
         served["apiVersion"] = "events.k8s.io/v1"
         for core_name, new_name in _EVENT_RENAMES:
             if core_name in served:
@@ -460,6 +489,7 @@ class EventsV1Strategy(CoreEventStrategy):
 
 class LeaseStrategy(Strategy):
     top_level_fields = frozenset({"apiVersion", "kind", "metadata", "spec"})
+    typed_fields = typed.LEASE_FIELDS
 
     def validate(self, obj: Obj, old: Obj | None, *, version: str) -> list[FieldError]:
         spec = obj.get("spec") or {}
@@ -565,8 +595,8 @@ def builtin_resources() -> list[ResourceInfo]:
             short_names=["ns"],
             type_schema=_partial(
                 {
-                    "spec": _partial({"finalizers": {"type": "array", "x-kubernetes-list-type": "atomic"}}),
-                    "status": _partial({"conditions": _keyed_list("type")}),
+                    "spec": _struct({"finalizers": {"type": "array", "x-kubernetes-list-type": "atomic"}}),
+                    "status": _struct({"conditions": _keyed_list("type")}),
                 }
             ),
         ),
@@ -637,6 +667,8 @@ def builtin_resources() -> list[ResourceInfo]:
             versions={"v1": VersionInfo("v1")},
             strategy=CoreEventStrategy(),
             short_names=["ev"],
+            # involvedObject is an ObjectReference (+structType=atomic); source a struct always present.
+            type_schema=_partial({"involvedObject": _ATOMIC_STRUCT, "source": _struct({})}),
         ),
         ResourceInfo(
             group="events.k8s.io",
@@ -657,6 +689,7 @@ def builtin_resources() -> list[ResourceInfo]:
             namespaced=True,
             versions={"v1": VersionInfo("v1")},
             strategy=LeaseStrategy(),
+            type_schema=_partial({"spec": _struct({})}),
         ),
         ResourceInfo(
             group="admissionregistration.k8s.io",

@@ -237,9 +237,9 @@ def resource_from_crd(crd: Obj) -> ResourceInfo:
             name=version["name"],
             schema=deep_copy((version.get("schema") or {}).get("openAPIV3Schema")),
             status_subresource=has_status,
-            scale_subresource="scale" in subresources,
             printer_columns=deep_copy(version.get("additionalPrinterColumns") or []),
             storage=bool(version.get("storage")),
+            scale=deep_copy((version.get("subresources") or {}).get("scale")),
         )
     return ResourceInfo(
         group=spec["group"],

@@ -121,7 +121,7 @@ def api_resource_list(resources: list[ResourceInfo], group: str, version: str) -
                     "verbs": SUBRESOURCE_VERBS,
                 }
             )
-        if res.custom and res.versions[version].scale_subresource:
+        if res.scale(version) is not None:
             entries.append(
                 {
                     "name": f"{res.plural}/scale",

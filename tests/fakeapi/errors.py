@@ -95,12 +95,20 @@ class RawValue:
     text: str
 
 
+def go_json(value: Any) -> str:
+    """Go's `json.Marshal` of a decoded JSON value: compact, map keys sorted, `<`, `>`, `&` escaped."""
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def format_value(value: Any) -> str:
-    """How a field error prints its bad value (`%v` for simple kinds, `%q` strings, `%#v` the rest)."""
+    """How a field error prints its bad value, as apimachinery v1.36 does: `null`, `%v` for numbers and
+    booleans, `%q` for strings, and JSON for maps and lists (older servers printed Go's `%#v`, e.g.
+    `map[string]interface {}{...}`; seen on v1.36.2: `Duplicate value: {"name":"p"}`)."""
     if isinstance(value, RawValue):
         return value.text
     if value is None:
-        return '"null"'
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -109,7 +117,7 @@ def format_value(value: Any) -> str:
         return go_float(value)
     if isinstance(value, str):
         return go_quote(value)
-    return go_sharp_v(value)
+    return go_json(value)
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,8 @@ class ApiError(Exception):
     message: str
     details: Obj | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # sent with the error too (e.g. pruned unknown fields)
+    text: str | None = None  # a plain-text body instead of a Status (the HTTP mux's own 404)
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -220,14 +230,14 @@ class ApiError(Exception):
         }
         if self.reason:
             body["reason"] = self.reason
-        if self.details:
+        if self.details is not None:  # an empty `details: {}` is sent as such (e.g. a 404 of an unknown path)
             body["details"] = self.details
         body["code"] = self.code
         return body
 
 
 def _details(resource: GroupResource, name: str, **extra: Any) -> Obj:
-    details: Obj = {"name": name}
+    details: Obj = {"name": name} if name else {}  # `name` is omitempty in StatusDetails
     if resource.group:
         details["group"] = resource.group
     details["kind"] = resource.resource
@@ -254,7 +264,7 @@ STALE_OBJECT: Final = "the object has been modified; please apply your changes t
 
 def invalid_object(kind: GroupKind, name: str, errors: list[FieldError]) -> ApiError:
     causes = [{"reason": e.type, "message": e.body(), "field": e.field} for e in errors]
-    details: Obj = {"name": name}
+    details: Obj = {"name": name} if name else {}
     if kind.group:
         details["group"] = kind.group
     details["kind"] = kind.kind
@@ -300,7 +310,15 @@ def internal(message: str) -> ApiError:
 
 
 def not_found_path() -> ApiError:
+    """An unknown path under /api (the legacy group answers with a Status)."""
     return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def page_not_found() -> ApiError:
+    """An unknown path elsewhere: a group, version or resource the server does not serve under /apis, or no API
+    path at all. kube-apiserver's HTTP mux answers these itself, in plain text, not with a Status: a client
+    (an informer listing a kind that is not installed) sees `404 page not found`."""
+    return ApiError(404, "NotFound", "404 page not found", text="404 page not found\n")
 
 
 def apply_conflict(causes: list[Obj], message: str) -> ApiError:

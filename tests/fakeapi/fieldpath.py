@@ -211,7 +211,7 @@ class _Comparison:
             elif not _same(old, new):
                 self.modified.add(path)
             return
-        if not root:
+        if not root and not (schema or {}).get("x-fake-struct"):  # a Go struct field is never added itself
             if old is _MISSING:
                 self.added.add(path)
             elif new is _MISSING:

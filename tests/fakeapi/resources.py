@@ -6,10 +6,12 @@ Validate, ...). Custom resources share `CustomResourceStrategy`; built-in kinds 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tests.fakeapi.errors import FieldError, GroupKind, GroupResource
+from tests.fakeapi.typed import Field
 
 Obj = dict[str, Any]
 
@@ -29,6 +31,12 @@ class Strategy:
     top_level_fields: ClassVar[frozenset[str] | None] = None
     # Name validation: "subdomain" (most kinds), "label" (namespaces), "path" (events: any path segment).
     name_rule: ClassVar[str] = "subdomain"
+    # Fields the Go decoder type-checks (dotted path -> Go type), refused with a 400 before anything else.
+    typed_fields: ClassVar[Mapping[str, Field]] = {}
+
+    def default(self, obj: Obj) -> None:
+        """What the kind's defaulting functions set while the request is decoded (before managed fields are
+        recorded, so the writer owns it)."""
 
     def prepare_for_create(self, obj: Obj) -> None:
         """Reset what a create may not set (status of kinds with a status subresource, ...)."""
@@ -93,9 +101,9 @@ class VersionInfo:
     name: str
     schema: Obj | None = None  # openAPIV3Schema of a CRD version
     status_subresource: bool = False
-    scale_subresource: bool = False
     printer_columns: list[Obj] = field(default_factory=list)
     storage: bool = True
+    scale: Obj | None = None  # a CRD version's `subresources.scale` (specReplicasPath, ...)
 
 
 @dataclass
@@ -149,6 +157,9 @@ class ResourceInfo:
 
     def has_status(self, version: str) -> bool:
         return self.versions[version].status_subresource
+
+    def scale(self, version: str) -> Obj | None:
+        return self.versions[version].scale
 
     def schema(self, version: str) -> Obj | None:
         return self.versions[version].schema

@@ -20,7 +20,7 @@ from typing import Any, Final
 import yaml
 
 from tests.fakeapi import errors as e
-from tests.fakeapi import managed, meta, patch, schema
+from tests.fakeapi import managed, meta, patch, schema, typed
 from tests.fakeapi.admission import Admission, AdmissionSettings, Attributes, Outcome
 from tests.fakeapi.crds import CLEANUP_FINALIZER, established_status, resource_from_crd
 from tests.fakeapi.errors import ApiError, FieldError, GroupKind
@@ -61,7 +61,7 @@ class Request:
 
 def _rv_required(res: ResourceInfo, name: str) -> ApiError:
     # The GroupKind is {group, resource plural}: that is how store.Update builds this error.
-    err = e.invalid("metadata.resourceVersion", e.RawValue("0x0"), "must be specified for an update")
+    err = e.invalid("metadata.resourceVersion", 0, "must be specified for an update")
     return e.invalid_object(GroupKind(res.group, res.plural), name, [err])
 
 
@@ -164,6 +164,9 @@ class Registry:
             raise e.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
         body["apiVersion"] = expected_version
         body["kind"] = res.kind
+        problem = typed.decode_error(body, res.strategy.typed_fields)
+        if problem:
+            raise e.bad_request(f'{res.kind} in version "{req.version}" cannot be handled as a {res.kind}: {problem}')
         metadata = body.get("metadata")
         if metadata is None:
             metadata = body["metadata"] = {}
@@ -210,10 +213,13 @@ class Registry:
         open_api = res.schema(version)
         if res.custom and open_api:
             schema.apply_defaults(obj, open_api)
+        if not res.custom:
+            res.strategy.default(obj)
 
     def _report_unknown(self, req: Request, unknown: list[str]) -> None:
         if not unknown or req.field_validation == "Ignore":
             return
+        unknown = sorted(unknown)  # kube-apiserver sorts the pruned paths before reporting them
         if req.field_validation == "Strict":
             detail = ", ".join(f'unknown field "{u}"' for u in unknown)
             raise e.bad_request(
@@ -252,7 +258,11 @@ class Registry:
 
     def matcher(self, req: Request, *, label_selector: str | None, field_selector: str | None) -> Callable[[Obj], bool]:
         labels = label_matcher(label_selector)
-        fields = field_matcher(field_selector, value_of=req.res.strategy.field_value, custom=req.res.custom)
+        fields = field_matcher(
+            field_selector,
+            value_of=req.res.strategy.field_value,
+            default_conversion=not req.res.custom and not req.res.strategy.field_labels,
+        )
         namespace = req.namespace
 
         def matches(obj: Obj) -> bool:
@@ -587,12 +597,13 @@ class Registry:
 
     async def patch(self, req: Request, raw: bytes, content_type: str) -> tuple[int, Obj]:
         res = req.res
+        # CBOR apply patches are behind a feature gate that is off in v1.36: not listed, not accepted.
         accepted = (
-            [patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_PATCH, patch.APPLY_PATCH_CBOR]
+            [patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_PATCH]
             if res.custom
-            else [patch.JSON_PATCH, patch.MERGE_PATCH, patch.STRATEGIC_PATCH, patch.APPLY_PATCH, patch.APPLY_PATCH_CBOR]
+            else [patch.JSON_PATCH, patch.MERGE_PATCH, patch.STRATEGIC_PATCH, patch.APPLY_PATCH]
         )
-        if content_type not in accepted or content_type == patch.APPLY_PATCH_CBOR:
+        if content_type not in accepted:
             raise e.unsupported_media_type(accepted)
         if content_type != patch.APPLY_PATCH and req.force is not None:
             raise e.invalid_object(
@@ -722,19 +733,21 @@ class Registry:
             raise e.not_found(res.group_resource, req.name)
         old_meta = existing["metadata"]
         preconditions = options.get("preconditions") or {}
+        # rest.BeforeDelete checks them first, naming the kind (a GroupResource built from the GroupKind).
+        kind = e.GroupResource(res.group, res.kind)
         if preconditions.get("uid") and preconditions["uid"] != old_meta.get("uid"):
             raise e.conflict(
-                res.group_resource,
+                kind,
                 req.name,
-                f"Precondition failed: UID in precondition: {preconditions['uid']}, "
-                f"UID in object meta: {old_meta.get('uid')}",
+                f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
+                f"({old_meta.get('uid')}). The object might have been deleted and then recreated",
             )
         if preconditions.get("resourceVersion") and preconditions["resourceVersion"] != old_meta.get("resourceVersion"):
             raise e.conflict(
-                res.group_resource,
+                kind,
                 req.name,
-                f"Precondition failed: ResourceVersion in precondition: {preconditions['resourceVersion']}, "
-                f"ResourceVersion in object meta: {old_meta.get('resourceVersion')}",
+                f"the ResourceVersion in the precondition ({preconditions['resourceVersion']}) does not match the "
+                f"ResourceVersion in record ({old_meta.get('resourceVersion')}). The object might have been modified",
             )
         policy = _propagation(options)
         outcome = await self._admit(
@@ -785,7 +798,8 @@ class Registry:
             marked_meta = marked["metadata"]
             if not old_meta.get("deletionTimestamp"):
                 marked_meta["deletionTimestamp"] = self.now()
-                marked_meta["deletionGracePeriodSeconds"] = 0
+                if not graceful:  # a namespace's deletion sets no grace period (seen on v1.36.2)
+                    marked_meta["deletionGracePeriodSeconds"] = 0
                 if int(marked_meta.get("generation", 0)) > 0:
                     marked_meta["generation"] = int(marked_meta["generation"]) + 1
             if finalizers:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from tests.fakeapi import cel
@@ -160,10 +160,11 @@ class Validator:
     node above it that can be is unchanged. A spared rule failure becomes a warning; a spared OpenAPI error
     disappears. Transition rules (`oldSelf`) and CEL runtime errors are never spared.
 
-    "Unchanged" is what the real server computed, not what one would expect: a value holding a subtree
-    declared `x-kubernetes-preserve-unknown-fields` (a `cel.FreeForm` map) never counts as unchanged, so
-    ratcheting never spares a rule at such a node or above it (v1.36.2 refused a label change of an object
-    whose stored `behavior` broke a rule on its `autoscalingPolicy`).
+    "Unchanged" is what the real server computes (`cached_deep_equal`), not what one would expect: a map that
+    reaches a subtree declared `x-kubernetes-preserve-unknown-fields` through maps only never counts as
+    unchanged, so ratcheting never spares a rule at such a node or above it (v1.36.2 refused a label change of
+    an object whose stored `behavior` broke a rule on its `autoscalingPolicy`); behind an atomic list the
+    comparison is whole and such a subtree does not matter.
 
     `openapi_scope` limits OpenAPI validation to one top-level field (`status` for a status-subresource write,
     as the status strategy validates only the status schema); CEL rules run on the whole object regardless.
@@ -171,6 +172,7 @@ class Validator:
 
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    rule_errors: list[FieldError] = field(default_factory=list)  # the errors (also in `errors`) of CEL rules
     openapi_scope: str | None = None
     _unchanged: bool = False
     _in_scope: bool = True
@@ -179,7 +181,7 @@ class Validator:
         outer = (self._unchanged, self._in_scope)
         if has_old:
             # An unchanged parent means an unchanged (correlated) child; otherwise compare.
-            self._unchanged = self._unchanged or _unchanged(value, old)
+            self._unchanged = self._unchanged or cached_deep_equal(value, old, schema)
         # Without a correlated old value the nearest correlatable ancestor decides (kept as is).
         self._in_scope = self.openapi_scope is None or _within(path, self.openapi_scope)
         try:
@@ -195,6 +197,8 @@ class Validator:
                 self.warnings.append(str(err))
             return
         self.errors.append(err)
+        if source != _OPENAPI:
+            self.rule_errors.append(err)
 
     def _node(self, value: Any, schema: Obj, path: str, old: Any, has_old: bool) -> None:
         if value is None:
@@ -463,8 +467,40 @@ def _map_key(item: Obj, keys: list[str]) -> str:
     return _json_text({k: item.get(k) for k in keys})
 
 
-def _unchanged(value: Any, old: Any) -> bool:
-    return not cel.contains_free_form(value) and json_equal(value, old)
+def cached_deep_equal(value: Any, old: Any, schema: Obj | None) -> bool:
+    """Whether ratcheting calls a value unchanged: apiextensions' CorrelatedObject.CachedDeepEqual. Maps are equal
+    key by key through their schema, and a key the schema does not describe (a map declared
+    `x-kubernetes-preserve-unknown-fields`) cannot be correlated, so such a map is never unchanged; list-type
+    map items are correlated by key; atomic and set lists are compared whole (reflect.DeepEqual), free-form
+    values inside them included (seen on v1.36.2: a rule on a worker of an atomic list was spared while one on
+    a node holding a free-form `behavior` was not)."""
+    schema = schema or {}
+    if isinstance(value, list) and isinstance(old, list):
+        if len(value) != len(old):
+            return False
+        if schema.get("x-kubernetes-list-type") != "map":
+            return json_equal(value, old)
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        items = schema.get("items") if isinstance(schema.get("items"), dict) else None
+        old_by_key = {_map_key(o, keys): o for o in old if isinstance(o, dict)}
+        for item in value:
+            match = old_by_key.get(_map_key(item, keys)) if isinstance(item, dict) else None
+            if match is None or not cached_deep_equal(item, match, items):
+                return False
+        return True
+    if isinstance(value, dict) and isinstance(old, dict):
+        if len(value) != len(old):
+            return False
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, old_item in old.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if key not in value or not isinstance(sub, dict) or not cached_deep_equal(value[key], old_item, sub):
+                return False
+        return True
+    if isinstance(value, (dict, list)) or isinstance(old, (dict, list)):
+        return False
+    return json_equal(value, old)
 
 
 def _within(path: str, scope: str) -> bool:
@@ -487,13 +523,55 @@ def free_form_view(value: Any, schema: Obj) -> Any:
     return value
 
 
+# OpenAPI errors after which kube-apiserver does not run CEL rules (apiextensions' hasBlockingErr): the rules'
+# type assumptions and cost bounds may not hold for such an object.
+BLOCKING_ERROR_TYPES: Final = frozenset(
+    {"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany", "FieldValueTypeInvalid"}
+)
+RULES_NOT_CHECKED: Final = (
+    "some validation rules were not checked because the object was invalid; correct the existing errors to "
+    "complete validation"
+)
+
+
 def check(obj: Obj, schema: Obj, old: Obj | None, *, openapi_scope: str | None = None) -> Validator:
     """OpenAPI and CEL validation of a whole custom resource (metadata is validated elsewhere), ratcheted
-    against `old` on an update; the result holds the errors and the warnings of spared rule failures."""
+    against `old` on an update; the result holds the errors and the warnings of spared rule failures.
+
+    Like kube-apiserver, CEL rules run only when the OpenAPI errors leave the object safe to evaluate: after a
+    blocking error (wrong type, missing required field, enum, too long, too many) the rules' results are dropped
+    and one `<nil>: Invalid value: null: some validation rules were not checked ...` error is added instead —
+    for schemas that have rules at all."""
     validator = Validator(openapi_scope=openapi_scope)
     old_view = free_form_view(old, schema) if old is not None else None
     validator.value(free_form_view(obj, schema), schema, "", old_view, old is not None)
+    if openapi_scope:
+        # The status strategy validates `status` on its own: field paths keep the prefix, the "<path> in body"
+        # of OpenAPI messages does not (v1.36.2: `status.phase: ...: phase in body must be of type string`).
+        validator.errors = [_relative_message(err, openapi_scope) for err in validator.errors]
+    from_rules = {id(err) for err in validator.rule_errors}
+    openapi_errors = [err for err in validator.errors if id(err) not in from_rules]
+    if any(err.type in BLOCKING_ERROR_TYPES for err in openapi_errors) and has_rules(schema):
+        validator.errors = openapi_errors
+        validator.warnings = []
+        validator.errors.append(e.invalid("<nil>", None, RULES_NOT_CHECKED))
     return validator
+
+
+def _relative_message(err: FieldError, scope: str) -> FieldError:
+    prefix = scope + "."
+    if err.field.startswith(prefix) and f"{err.field} in body" in err.detail:
+        return replace(err, detail=err.detail.replace(f"{err.field} in body", f"{err.field[len(prefix) :]} in body"))
+    return err
+
+
+def has_rules(schema: Any) -> bool:
+    """Whether any node of the schema carries `x-kubernetes-validations`."""
+    if isinstance(schema, dict):
+        return bool(schema.get("x-kubernetes-validations")) or any(has_rules(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(has_rules(v) for v in schema)
+    return False
 
 
 def validate(obj: Obj, schema: Obj, old: Obj | None) -> list[FieldError]:

@@ -57,12 +57,9 @@ def _tokens(text: str) -> list[str]:
     return tokens
 
 
-def _selector_error(text: str, detail: str) -> errors.ApiError:
-    return errors.bad_request(
-        f"unable to parse requirement: {detail}"
-        if not text
-        else f'couldn\'t parse the selector string "{text}": unable to parse requirement: {detail}'
-    )
+def _selector_error(detail: str) -> errors.ApiError:
+    # As kube-apiserver words a bad `labelSelector` query parameter (labels.Parse, unwrapped).
+    return errors.bad_request(f"unable to parse requirement: {detail}")
 
 
 def parse_label_selector(text: str) -> list[Requirement]:
@@ -73,9 +70,9 @@ def parse_label_selector(text: str) -> list[Requirement]:
 
     def expect_value() -> str:
         nonlocal index
-        if index >= len(tokens) or tokens[index] in ("(", ")", ","):
+        if index >= len(tokens) or tokens[index] in ("(", ")", ",", "=", "==", "!=", "!", "<", ">"):
             found = tokens[index] if index < len(tokens) else ""
-            raise _selector_error(text, f"found '{found}', expected: identifier")
+            raise _selector_error(f"found '{found}', expected: identifier")
         index += 1
         return tokens[index - 1]
 
@@ -99,13 +96,13 @@ def parse_label_selector(text: str) -> list[Requirement]:
                 index += 1
                 value = expect_value()
                 if not re.fullmatch(r"-?\d+", value):
-                    raise _selector_error(text, "for 'Gt', 'Lt' operators, the value must be an integer")
+                    raise _selector_error("for 'Gt', 'Lt' operators, the value must be an integer")
                 requirements.append(Requirement(key, "gt" if op == ">" else "lt", (value,)))
             elif op in ("in", "notin"):
                 index += 1
                 if index >= len(tokens) or tokens[index] != "(":
                     found = tokens[index] if index < len(tokens) else ""
-                    raise _selector_error(text, f"found '{found}', expected: '('")
+                    raise _selector_error(f"found '{found}' expected: '('")  # sic: no comma
                 index += 1
                 values: list[str] = []
                 while index < len(tokens) and tokens[index] != ")":
@@ -115,15 +112,17 @@ def parse_label_selector(text: str) -> list[Requirement]:
                     values.append(tokens[index])
                     index += 1
                 if index >= len(tokens):
-                    raise _selector_error(text, "found '', expected: ')'")
+                    raise _selector_error("found '', expected: ',' or ')'")
                 index += 1
                 requirements.append(Requirement(key, op, tuple(values)))
             else:
-                raise _selector_error(text, f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
+                raise _selector_error(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
         if index < len(tokens):
             if tokens[index] != ",":
-                raise _selector_error(text, f"found '{tokens[index]}', expected: ',' or 'end of string'")
+                raise _selector_error(f"found '{tokens[index]}', expected: ',' or 'end of string'")
             index += 1
+            if index == len(tokens):
+                raise errors.bad_request("found '', expected: identifier after ','")
     return requirements
 
 
@@ -162,16 +161,19 @@ def parse_field_selector(text: str) -> list[FieldRequirement]:
 
 
 def field_matcher(
-    text: str | None, *, value_of: Callable[[Obj, str], str | None], custom: bool
+    text: str | None, *, value_of: Callable[[Obj, str], str | None], default_conversion: bool
 ) -> Callable[[Obj], bool]:
-    """Compile a field selector; unsupported field labels are a 400 like the real server's."""
+    """Compile a field selector; unsupported field labels are a 400 like the real server's. Its wording depends
+    on the kind (seen on v1.36.2): built-in kinds with only the metadata labels use apimachinery's default
+    conversion (`"x" is not a known field selector: ...`), the others and custom resources say
+    `field label not supported: x`."""
     if not text:
         return lambda obj: True
     requirements = parse_field_selector(text)
     probe: Obj = {"metadata": {}}
     for requirement in requirements:
         if value_of(probe, requirement.field) is None:
-            if custom:
+            if default_conversion:
                 raise errors.bad_request(
                     f'"{requirement.field}" is not a known field selector: only "metadata.name", "metadata.namespace"'
                 )

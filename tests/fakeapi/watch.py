@@ -47,9 +47,12 @@ class Watcher:
     stalled: bool = False
     closing: _Close | None = None
     id: int = 0
+    after_rv: int = 0  # a watch from a future resourceVersion sees only the events after it
 
     def translate(self, event: StoreEvent) -> tuple[str, Obj] | None:
         """The event this watcher sees, if any (selector transitions like the cacher's)."""
+        if event.rv <= self.after_rv:
+            return None
         if event.type == "ADDED":
             return ("ADDED", event.obj) if self.matches(event.obj) else None
         if event.type == "DELETED":

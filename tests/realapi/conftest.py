@@ -38,8 +38,21 @@ import pytest
 
 from tests.realapi.controlplane import ASSETS_VARIABLE, ControlPlane, ControlPlaneError, RealCluster, assets_folder
 from tests.realapi.crds import apply_crds, chart_crds
+from tests.realapi.differential import SUITE_SIZE
 from tests.realapi.session import RealSession
 from tests.realapi.webhook import Registration, WebhookServer, register_webhook, start_webhook
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The differential suite's size: scenarios x facets compared, and the allow-listed differences seen."""
+    size = config.stash.get(SUITE_SIZE, {})
+    if size:
+        checks = sum(c for c, _ in size.values())
+        allowed = sum(a for _, a in size.values())
+        terminalreporter.write_line(
+            f"differential suite: {len(size)} scenarios, {checks} checks, {allowed} allow-listed differences"
+        )
+
 
 SKIP_REASON = (
     f"{ASSETS_VARIABLE} is not set: real kube-apiserver tests need it "

@@ -16,6 +16,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -60,7 +61,11 @@ def issue_client_cert(*, ca: KeyPair, user: str, groups: Sequence[str] = ()) -> 
     now = datetime.now(UTC)
     key = generate_key()
     subject = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
-    subject.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    # X.509 caps a CN at 64 characters; a ServiceAccount's user name is often longer, and kube-apiserver (Go)
+    # reads it all the same, so the cap is not enforced here.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Attribute's length must be", UserWarning)
+        subject.append(x509.NameAttribute(NameOID.COMMON_NAME, user, _validate=len(user) <= 64))
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name(subject))

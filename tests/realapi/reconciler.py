@@ -67,19 +67,25 @@ def running_reconciler(
     leader_elect: bool = False,
     cert_duty: bool = False,
     flags: Mapping[str, str | None] | None = None,
+    controller_namespace: str = "",
+    kubeconfig: Path | None = None,
 ) -> Iterator[RunningReconciler]:
-    """Start the process, wait for /readyz, yield it; SIGTERM on exit (the exit code is not checked here)."""
+    """Start the process, wait for /readyz, yield it; SIGTERM on exit (the exit code is not checked here).
+
+    `controller_namespace` (default: `namespace`) holds the settings ConfigMap and the Lease, and is the pod's
+    namespace; `kubeconfig` (default: the admin's) is who the process is, e.g. the chart's ServiceAccount."""
     rendered = rendered_chart()
+    home = controller_namespace or namespace
     with cluster.api_client() as api:
-        install_settings(api, namespace)
+        install_settings(api, home)
     metrics_port = free_port()
-    args = reconciler_args(rendered, kubeconfig=cluster.kubeconfig, metrics_port=metrics_port)
+    args = reconciler_args(rendered, kubeconfig=kubeconfig or cluster.kubeconfig, metrics_port=metrics_port)
     args = override_flags(
         args,
         {
             "--namespaces": namespace,
-            "--controller-namespace": namespace,
-            "--lease-namespace": namespace,
+            "--controller-namespace": home,
+            "--lease-namespace": home,
             "--cert-duty": None,
             "--leader-elect": None,
             **(flags or {}),
@@ -88,9 +94,7 @@ def running_reconciler(
     args.append("--leader-elect" if leader_elect else "--no-leader-elect")
     args.append("--cert-duty" if cert_duty else "--no-cert-duty")
     pod_name = f"{RECONCILER_POD}-{name}"
-    env = resolve_env(
-        container(rendered.deployment("reconciler"), "reconciler"), pod_name=pod_name, namespace=namespace
-    )
+    env = resolve_env(container(rendered.deployment("reconciler"), "reconciler"), pod_name=pod_name, namespace=home)
     process = Process(name, args, env=env, log_dir=workdir)
     try:
         process.start()

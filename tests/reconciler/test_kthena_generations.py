@@ -200,8 +200,9 @@ def _install(fake: FakeApiServer, crds: list[dict[str, Any]]) -> None:
 async def _converged(cluster: Cluster, *names: str) -> None:
     for name in names:
         await eventually(
-            lambda name=name: cluster.condition(name, "Initialized") == "True"
-            and cluster.condition(name, "Failed") == "False",
+            lambda name=name: (
+                cluster.condition(name, "Initialized") == "True" and cluster.condition(name, "Failed") == "False"
+            ),
             message=name,
         )
 
@@ -339,3 +340,66 @@ async def test_a_cluster_without_any_child_crd_blocks_nothing(
     assert cluster.conditions("plain")["Failed"]["reason"] == "KindNotServed"
     _install(bare, child_crds("v1.0"))
     await _converged(cluster, "plain")
+
+
+async def test_child_crds_upgraded_in_place_rewrite_the_autoscaling_objects_in_the_new_shape(
+    bare: FakeApiServer, cluster: Cluster, start: Callable[[], Awaitable[RunningReconciler]]
+) -> None:
+    """Kthena's CRDs upgraded from v0.1.0's to v0.2.0's while the reconciler runs (`kubectl apply` of the new
+    files): the same Binding is rewritten in the new shape, and the ModelServing loses its topology spread."""
+    _install(bare, child_crds("v0.1"))
+    reconciler = await start()
+    cluster.create_booster(scaled())
+    await _converged(cluster, "scaled")
+    old = cluster.get(AUTOSCALING_POLICY_BINDING, "scaled-a")
+    assert old is not None
+    assert old["spec"] == EXPECTED_SCALED["v0.1"]
+
+    for crd in child_crds("v0.2"):
+        live = cluster.fake.get("apiextensions.k8s.io/v1", "customresourcedefinitions", crd["metadata"]["name"])
+        assert live is not None
+        await cluster.client.replace(CRD, {**live, "spec": crd["spec"]})
+
+    def rewritten() -> bool:
+        binding = cluster.get(AUTOSCALING_POLICY_BINDING, "scaled-a")
+        return binding is not None and binding["spec"] == EXPECTED_SCALED["v0.2"]
+
+    await eventually(rewritten)
+    binding = cluster.get(AUTOSCALING_POLICY_BINDING, "scaled-a")
+    assert binding is not None
+    assert binding["metadata"]["uid"] == old["metadata"]["uid"]  # the same object, updated
+    await eventually(lambda: reconciler.metric("modelbooster_autoscaling_generation", generation="v0.2") == 1)
+    await eventually(lambda: len(cluster.events("FieldNotServed")) == 1)
+    assert cluster.condition("scaled", "Failed") == "False"
+
+
+@pytest.mark.parametrize("generation", ["v0.2", "v1.0"])
+async def test_drift_is_corrected_and_stale_autoscaling_pruned_in_a_foreign_shape(
+    generation: str, bare: FakeApiServer, cluster: Cluster, start: Callable[[], Awaitable[RunningReconciler]]
+) -> None:
+    _install(bare, child_crds(generation))
+    await start()
+    cluster.create_booster(scaled())
+    await _converged(cluster, "scaled")
+    kind = AUTOSCALING_POLICY if generation == "v1.0" else AUTOSCALING_POLICY_BINDING
+    await cluster.patch(kind, "scaled-a", {"spec": {"homogeneousTarget": {"maxReplicas": 9}}}, manager="someone")
+
+    def restored() -> bool:
+        obj = cluster.get(kind, "scaled-a")
+        return obj is not None and obj["spec"]["homogeneousTarget"]["maxReplicas"] == 3
+
+    await eventually(restored)
+    live = cluster.get(kind, "scaled-a")
+    assert live is not None
+    expected = EXPECTED_SCALED[generation]
+    assert live["spec"] == expected
+
+    # Autoscaling removed: its objects go, in whatever shape they were.
+    spec = scaled()["spec"]
+    del spec["backends"][0]["autoscalingPolicy"]
+    spec["backends"][0]["maxReplicas"] = 1
+    await cluster.replace_spec("scaled", spec)
+    await eventually(lambda: cluster.names(AUTOSCALING_POLICY) == [])
+    if generation != "v1.0":
+        assert cluster.names(AUTOSCALING_POLICY_BINDING) == []
+    await _converged(cluster, "scaled")

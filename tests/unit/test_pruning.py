@@ -85,3 +85,4 @@ def test_absurd_depth_is_not_walked() -> None:
         snode = snode["properties"]["a"]
     node["extra"] = 1
     assert undeclared_paths(deep, schema) == []
+

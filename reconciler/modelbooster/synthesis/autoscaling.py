@@ -31,12 +31,18 @@ from shared.autoscaling_generations import (
     autoscaling_objects,
 )
 from shared.constants import DEFAULT_RUNTIME_METRICS_PATH, LABEL_MODELSERVING_ROLE, WORKLOAD_API_VERSION
+from shared.external_scaling import replicas_set_externally
 from shared.naming import route_name
 
 
 def is_autoscaled(booster: ModelBooster, backend: ModelBackend) -> bool:
-    """Whether an autoscaler, not the ModelBooster, owns this backend's ModelServing `spec.replicas`."""
-    return booster.spec.autoscaling_policy is not None or backend.autoscaling_policy is not None
+    """Whether an autoscaler, not the ModelBooster, owns this backend's ModelServing `spec.replicas`: a policy
+    at either level, or the external-replicas opt-in (Inferno, KEDA or an HPA scales it; no policy is made)."""
+    return (
+        booster.spec.autoscaling_policy is not None
+        or backend.autoscaling_policy is not None
+        or replicas_set_externally(booster.metadata.annotations)
+    )
 
 
 def autoscaled_backends(booster: ModelBooster) -> frozenset[str]:

@@ -23,6 +23,21 @@ EXAMPLE_KINDS = {
     "single-vllm-cpu.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "pd-disaggregation-nixl.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "single-backend-kthena-v1.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
+    "single-backend-kthena-v04.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
+    "single-backend-autoscaling-kthena-v04.yaml": [
+        "ModelServing",
+        "ModelServer",
+        "ModelRoute",
+        "AutoscalingPolicy",
+        "AutoscalingPolicyBinding",
+    ],
+    "pd-single-backend-kthena-v04.yaml": [
+        "ModelServing",
+        "ModelServer",
+        "ModelRoute",
+        "AutoscalingPolicy",
+        "AutoscalingPolicyBinding",
+    ],
     "backend-autoscaling.yaml": [
         "ModelServing",
         "ModelServer",
@@ -191,7 +206,7 @@ def test_synthesis_failure_exits_1(
         (None, "no such file"),
         ("", "no documents"),
         ("a: [", "not valid YAML"),
-        ("apiVersion: v1\nkind: ConfigMap\n", 'kind is "ConfigMap", expected ModelBooster'),
+        ("apiVersion: v1\nkind: ModelBooster\n", 'apiVersion is "v1", expected workload.serving.volcano.sh/v1alpha1'),
         ("- 1\n", "is a list"),
     ],
 )
