@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -163,9 +164,8 @@ async def _serve(settings: ReconcilerSettings, duties: _Duties, *, stop: asyncio
 
     def crd_check(process: ReconcilerProcess, client: KubeClient) -> None:
         recorder = EventRecorder(client, instance=settings.identity)
-        register_crd_check(
-            process.manager, process.served, settings=duties.crd_check, recorder=recorder, version=version()
-        )
+        check = dataclasses.replace(duties.crd_check, check_inferno=duties.inferno.enabled)
+        register_crd_check(process.manager, process.served, settings=check, recorder=recorder, version=version())
 
     await serve(settings, stop=stop, duties=(cert_duty, inferno, crd_check))
 

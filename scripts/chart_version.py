@@ -2,7 +2,7 @@
 
 Helm (and every chart repository and GitOps tool) treats a chart version as immutable: two different charts
 published as the same version are a silent surprise for whoever installed the first. So the content of
-charts/modelbooster (templates, values, schema, CRDs, dashboard, the child-CRD subchart) is hashed, and
+charts/modelbooster (templates, values, schema, CRDs, dashboard, the local subcharts) is hashed, and
 charts/modelbooster.digests records the digest of each chart version. A test fails when the content differs
 from the digest recorded for the version in Chart.yaml.
 
@@ -116,7 +116,8 @@ def problem(chart: Path = CHART, digests: Path = DIGESTS) -> str | None:
 
 
 def bump(chart: Path, part: str) -> str:
-    """Raise the version of the chart, its local subcharts and the dependencies on them; return the new one."""
+    """Raise the version of the chart, of its local subcharts (charts/*/) and of its dependencies on them, which
+    move together; return the new one."""
     old = chart_version(chart)
     match = _SEMVER.match(old)
     if not match:

@@ -25,7 +25,14 @@ from shared.constants import ANNOTATION_CRD_DIGEST
 DIGEST_ANNOTATION: Final = ANNOTATION_CRD_DIGEST
 # Where an operator reads how to apply the CRDs of a release (and why Helm does not).
 UPGRADE_DOCS: Final = "docs/chart.md#upgrades-crds-and-uninstalling"
-APPLY_COMMAND: Final = "kubectl apply --server-side --force-conflicts -f charts/modelbooster/crds/"
+
+
+def apply_command(chart_directory: str = "crds") -> str:
+    """The documented command that applies the CRDs in one directory of the chart (docs/chart.md)."""
+    return f"kubectl apply --server-side --force-conflicts -f charts/modelbooster/{chart_directory}/"
+
+
+APPLY_COMMAND: Final = apply_command()
 
 Verdict = Literal["current", "outdated", "absent"]
 
@@ -62,12 +69,12 @@ def judge(name: str, *, expected: str, served_annotations: Mapping[str, str] | N
     return CrdJudgement(name, "outdated", why)
 
 
-def outdated_message(judgement: CrdJudgement, *, version: str) -> str:
-    """What the Warning says: which CRD, why, and what to run."""
+def outdated_message(judgement: CrdJudgement, *, version: str, chart_directory: str = "crds") -> str:
+    """What the Warning says: which CRD, why, and what to run (`chart_directory`: where the chart keeps it)."""
     return (
         f"CustomResourceDefinition {judgement.name} is not the one modelbooster {version} generates "
         f"({judgement.reason}); objects this version writes may be pruned or refused by it. Apply this "
-        f"release's CRDs: {APPLY_COMMAND} (see {UPGRADE_DOCS})"
+        f"release's CRDs: {apply_command(chart_directory)} (see {UPGRADE_DOCS})"
     )
 
 

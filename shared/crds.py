@@ -302,10 +302,17 @@ def _node_at(schema: dict[str, Any], path: str, *, kind: CrdKind) -> dict[str, A
     return node
 
 
-def expected_digests(*, include_children: bool = True) -> dict[str, str]:
-    """CRD name -> the digest this version generates; without the child kinds when Kthena provides them."""
+def expected_digests(*, include_children: bool = True, include_inferno: bool = True) -> dict[str, str]:
+    """CRD name -> the digest this version generates; without the child kinds when Kthena provides them, without
+    Inferno's when its controller does not run."""
     return {
         kind.name: definition["metadata"]["annotations"][DIGEST_ANNOTATION]
         for kind, definition in zip(KINDS, crds(), strict=True)
-        if include_children or kind.chart_directory != CHILD_CRDS_DIRECTORY
+        if (include_children or kind.chart_directory != CHILD_CRDS_DIRECTORY)
+        and (include_inferno or kind.group != INFERNO_GROUP)
     }
+
+
+def chart_directories() -> dict[str, str]:
+    """CRD name -> the directory of the chart that holds its file (what to apply it from)."""
+    return {kind.name: kind.chart_directory for kind in KINDS}

@@ -18,15 +18,16 @@ Without that annotation (`kubectl create`, server-side apply, other clients) not
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 from shared.api.modelbooster import ModelBooster
-from shared.backend_shape import LIST_FIELD, NEITHER_DETAIL, SINGLE_FIELD
+from shared.backend_shape import LIST_FIELD, SINGLE_FIELD, shape_errors
 from shared.crd_digest import APPLY_COMMAND
-from shared.errors import FieldError, required
+from shared.errors import FieldError
 from shared.schema import structural_schema
 
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
@@ -100,14 +101,18 @@ def _older_crd(paths: list[str]) -> str:
 
 
 def older_crd_error(obj: Mapping[str, Any], paths: list[str]) -> FieldError | None:
-    """The error for an object left with neither backend shape by an older CRD's pruning, else None."""
+    """The shape error for an object left with neither backend shape by an older CRD's pruning, told so;
+    None for any other object."""
     spec = obj.get("spec")
     if not isinstance(spec, Mapping) or spec.get(SINGLE_FIELD) is not None or spec.get(LIST_FIELD) is not None:
         return None
-    dropped = [path for path in paths if path in (f"spec.{SINGLE_FIELD}", f"spec.{LIST_FIELD}")]
-    if not dropped:
+    if not any(path in (f"spec.{SINGLE_FIELD}", f"spec.{LIST_FIELD}") for path in paths):
         return None
-    return required("spec", f"{NEITHER_DETAIL}; {_older_crd(paths)}")
+    errors = shape_errors(obj)
+    if not errors:
+        return None
+    # The usual message for an object without a backend, then what really happened to it.
+    return dataclasses.replace(errors[0], detail=f"{errors[0].detail}; {_older_crd(paths)}")
 
 
 def older_crd_warning(paths: list[str]) -> str:

@@ -15,7 +15,7 @@ judged by the digest annotation it carries (shared/crd_digest.py) and:
 It is a warning, not an outage: readiness does not depend on it, and reconciling goes on with what the
 served schema allows (the ModelBooster controller reports the fields a served schema would prune).
 The child kinds are judged only when the chart installs them (`--check-child-crds`, off when Kthena provides
-its own child CRDs, which carry no digest of ours).
+its own child CRDs, which carry no digest of ours), Inferno's only while the Inferno controller runs.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from reconciler.runtime.flags import ENV_PREFIX
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.served import ServedCrd, ServedResources
 from shared.crd_digest import CrdJudgement, judge, outdated_message
-from shared.crds import expected_digests
+from shared.crds import chart_directories, expected_digests
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ EVENT_REASON: Final = "CRDOutdated"
 @dataclass(frozen=True)
 class CrdCheckSettings:
     check_children: bool = True
+    # Inferno's CRDs matter only while the Inferno controller runs (the process sets this from its settings).
+    check_inferno: bool = True
 
 
 def add_crd_check_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
@@ -88,6 +90,7 @@ class CrdCheck:
             registry=registry,
         )
         self.judgements: dict[str, CrdJudgement] = {}
+        self._directories = chart_directories()
         self._started = False
         self._tasks: set[asyncio.Task[None]] = set()
         served.subscribe(self._on_change)
@@ -113,7 +116,9 @@ class CrdCheck:
         self.judgements[name] = judgement
         self.outdated.labels(crd=name).set(1 if judgement.outdated else 0)
         if judgement.outdated and (before is None or before != judgement):
-            message = outdated_message(judgement, version=self.version)
+            message = outdated_message(
+                judgement, version=self.version, chart_directory=self._directories.get(name, "crds")
+            )
             logger.warning(message)
             if crd is not None:
                 self._post_event(crd, message)
@@ -147,7 +152,7 @@ def register_crd_check(
     """Judge our CRDs on every replica from start to shutdown (the metric is every replica's)."""
     check = CrdCheck(
         served,
-        expected=expected_digests(include_children=settings.check_children),
+        expected=expected_digests(include_children=settings.check_children, include_inferno=settings.check_inferno),
         registry=manager.metrics.registry,
         recorder=recorder,
         version=version,

@@ -103,6 +103,8 @@ def test_bumping_changes_the_version_fields_only(chart_version: ModuleType, tmp_
     new = chart_version.bump(chart, "patch")
     major, minor, patch = (int(part) for part in old.split("."))
     assert new == f"{major}.{minor}.{patch + 1}"
-    assert chart_version.chart_version(chart / "charts" / "child-crds") == new
-    assert _yaml(chart / "Chart.yaml")["dependencies"][0]["version"] == new  # type: ignore[index]
+    for subchart in sorted((chart / "charts").glob("*/Chart.yaml")):
+        assert _yaml(subchart)["version"] == new, subchart
+    dependencies: list[dict[str, object]] = _yaml(chart / "Chart.yaml")["dependencies"]  # type: ignore[assignment]
+    assert {dependency["version"] for dependency in dependencies} == {new}
     assert chart_version.digest(chart) == before

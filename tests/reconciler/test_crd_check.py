@@ -53,13 +53,15 @@ async def client(fake_apiserver_inloop: FakeApiServer) -> AsyncIterator[KubeClie
     await client.close()
 
 
-async def _start(client: KubeClient, *, check_children: bool = True) -> tuple[Any, asyncio.Event, asyncio.Task[None]]:
+async def _start(
+    client: KubeClient, *, check_children: bool = True, check_inferno: bool = True
+) -> tuple[Any, asyncio.Event, asyncio.Task[None]]:
     manager = Manager(client, options=ManagerOptions(leader_elect=False, shutdown_timeout=1.0), metrics=Metrics())
     served = ServedResources(manager, groups=GROUPS)
     check = register_crd_check(
         manager,
         served,
-        settings=CrdCheckSettings(check_children=check_children),
+        settings=CrdCheckSettings(check_children=check_children, check_inferno=check_inferno),
         recorder=EventRecorder(client, instance="test"),
         version="9.9.9",
     )
@@ -138,6 +140,21 @@ async def test_child_crds_are_not_judged_when_kthena_provides_them(
     try:
         await eventually(lambda: _gauge(manager, MODELBOOSTERS) == 0)
         assert {_gauge(manager, name) for name in CHILDREN} == {None}
+    finally:
+        stop.set()
+        await task
+
+
+async def test_inferno_crds_are_not_judged_without_the_inferno_controller(
+    fake_apiserver_inloop: FakeApiServer, client: KubeClient
+) -> None:
+    inferno = {kind.name for kind in KINDS if kind.group == "inferno.platform.ai"}
+    for definition in _definitions(outdated=dict.fromkeys(inferno)):
+        fake_apiserver_inloop.register_crd(definition)
+    (manager, _check), stop, task = await _start(client, check_inferno=False)
+    try:
+        await eventually(lambda: _gauge(manager, MODELBOOSTERS) == 0)
+        assert {_gauge(manager, name) for name in inferno} == {None}
     finally:
         stop.set()
         await task

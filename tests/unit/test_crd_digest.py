@@ -69,9 +69,12 @@ def test_the_digest_moves_with_the_schema() -> None:
     assert spec_digest(changed) != spec_digest(definition["spec"])
 
 
-def test_expected_digests_without_the_child_kinds() -> None:
+def test_expected_digests_without_the_child_kinds_or_inferno() -> None:
     children = {kind.name for kind in KINDS if kind.chart_directory == CHILD_CRDS_DIRECTORY}
     assert set(expected_digests()) - set(expected_digests(include_children=False)) == children
+    inferno = {kind.name for kind in KINDS if kind.group == "inferno.platform.ai"}
+    assert len(inferno) == 6
+    assert set(expected_digests()) - set(expected_digests(include_inferno=False)) == inferno
 
 
 def test_verdicts() -> None:
@@ -86,4 +89,6 @@ def test_verdicts() -> None:
     assert "bbbb" in other.reason
     message = outdated_message(unmarked, version="9.9.9")
     assert message.startswith(f"CustomResourceDefinition {name} is not the one modelbooster 9.9.9 generates")
-    assert "kubectl apply --server-side --force-conflicts -f charts/modelbooster/crds/" in message
+    assert "kubectl apply --server-side --force-conflicts -f charts/modelbooster/crds/ " in message
+    child = outdated_message(unmarked, version="9.9.9", chart_directory=CHILD_CRDS_DIRECTORY)
+    assert "kubectl apply --server-side --force-conflicts -f charts/modelbooster/charts/child-crds/crds/ " in child
