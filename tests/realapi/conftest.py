@@ -102,7 +102,7 @@ def real_client(real_api: RealCluster) -> Iterator[Any]:
     try:
         yield api
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]  # the client's close() is not annotated
 
 
 def unique_name(prefix: str) -> str:

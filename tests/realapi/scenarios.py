@@ -127,7 +127,7 @@ def create_refusals(r: Recorder) -> None:
 @scenario
 def lease_renewal(r: Recorder) -> None:
     path = f"/apis/coordination.k8s.io/v1/namespaces/{r.namespace}/leases"
-    lease = {
+    lease: Obj = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
         "metadata": {"name": "leader"},
@@ -491,7 +491,7 @@ def modelserving_immutable_rule(r: Recorder) -> None:
         "workerReplicas": 0,
         "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "vllm/vllm-openai:v0.10.1"}]}},
     }
-    serving = {
+    serving: Obj = {
         "apiVersion": "workload.serving.volcano.sh/v1alpha1",
         "kind": "ModelServing",
         "metadata": {"name": "s"},
