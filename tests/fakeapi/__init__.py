@@ -67,10 +67,10 @@ What it emulates (pinned by tests/apiserver/):
   them included; CEL equality over a free-form value is false (all as observed on v1.36.2, the first two
   through tests/realapi's differential suite). After an OpenAPI error of a blocking kind (type, required,
   enum, too long, too many) CEL rules are not run and `<nil>: ... some validation rules were not checked`
-  is reported instead; status-subresource messages name paths below `status`. CRDs whose rules are estimated over the CEL cost budget
-  are refused (approximate estimate; see below), as are `oldSelf` below an atomic or set list ("oldSelf
-  cannot be used on the uncorrelatable portion of the schema within ...") and `optionalOldSelf` on a rule
-  without `oldSelf`.
+  is reported instead; status-subresource messages name paths below `status`. CRDs whose rules are
+  estimated over the CEL cost budget are refused (approximate estimate; see below), as are `oldSelf`
+  below an atomic or set list ("oldSelf cannot be used on the uncorrelatable portion of the schema
+  within ...") and `optionalOldSelf` on a rule without `oldSelf`.
 - Deletion: finalizers and deletionTimestamp (+ generation bump), deletion once the last finalizer is
   removed, preconditions, propagationPolicy Background / Foreground / Orphan, ownerReference garbage
   collection like kube-controller-manager (dependents whose owners are all gone are deleted, dangling

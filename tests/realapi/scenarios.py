@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+import yaml
+
 from tests.apiserver.widgets import API_VERSION as WIDGET_API
 from tests.e2e.user import EXAMPLES, load_example
 from tests.realapi.crds import CRD_PATH
@@ -802,3 +804,42 @@ def modelbooster_admission(r: Recorder) -> None:
         r.request("carried over: delete", "DELETE", boosters(r, "carried"))
     finally:
         registration.remove(r.api)
+
+
+@scenario
+def modelbooster_status_writes(r: Recorder) -> None:
+    """The reconciler's status write (a merge patch of the whole status to /status) and what it leaves stored."""
+    r.send("POST", boosters(r), body=booster("statused", "two-backends-model-autoscaling-lora.yaml"))
+    condition = {"status": "True", "reason": "Synced", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    status = {
+        "observedGeneration": 1,
+        "conditions": [{"type": "Initialized", **condition}, {"type": "Active", **condition, "status": "False"}],
+        "backendStatuses": [{"name": "a100", "replicas": 1}, {"name": "l4", "replicas": 0}],
+    }
+    path = f"{boosters(r, 'statused')}/status"
+    r.request("status", "PATCH", path, body={"status": status}, content_type=MERGE)
+    r.request("same status again", "PATCH", path, body={"status": status}, content_type=MERGE)
+    r.request("a field the status does not declare", "PATCH", path, body={"status": {"extra": 1}}, content_type=MERGE)
+    r.request("a wrong type", "PATCH", path, body={"status": {"observedGeneration": "one"}}, content_type=MERGE)
+    r.request("stored", "GET", boosters(r, "statused"))
+
+
+@scenario
+def inferno_objects_stored_as_written(r: Recorder) -> None:
+    kinds = {
+        "Accelerator": "accelerators",
+        "Capacity": "capacities",
+        "Model": "models",
+        "Optimizer": "optimizers",
+        "Server": "servers",
+        "ServiceClass": "serviceclasses",
+    }
+    for path in sorted((EXAMPLES / "inferno").glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            if not document:
+                continue
+            document["metadata"].pop("namespace", None)
+            name = document["metadata"]["name"]
+            base = f"/apis/inferno.platform.ai/v1alpha1/namespaces/{r.namespace}/{kinds[document['kind']]}"
+            r.request(f"{path.name} {name}", "POST", base, body=document)
+            r.request(f"{path.name} {name} stored", "GET", f"{base}/{name}")
