@@ -843,3 +843,32 @@ def inferno_objects_stored_as_written(r: Recorder) -> None:
             base = f"/apis/inferno.platform.ai/v1alpha1/namespaces/{r.namespace}/{kinds[document['kind']]}"
             r.request(f"{path.name} {name}", "POST", base, body=document)
             r.request(f"{path.name} {name} stored", "GET", f"{base}/{name}")
+
+
+@scenario
+def informer_list_then_watch(r: Recorder) -> None:
+    """The reconciler's informer: a paged list (`limit`/`continue`), then a watch from the list's resourceVersion."""
+    for index in range(5):
+        r.send("POST", widgets(r), body=widget(f"w{index}"))
+    pages: list[Any] = []
+    token = ""
+    version = ""
+    while True:
+        query = f"?limit=2&continue={token}" if token else "?limit=2"
+        page = r.send("GET", widgets(r) + query).body
+        meta = page["metadata"]
+        pages.append(
+            ([i["metadata"]["name"] for i in page["items"]], meta.get("remainingItemCount"), "continue" in meta)
+        )
+        token, version = meta.get("continue", ""), meta["resourceVersion"]
+        if not token:
+            break
+    r.note("pages", pages)
+    r.send("PATCH", widgets(r, "w1"), body={"spec": {"replicas": 2}}, content_type=MERGE)
+    r.send("DELETE", widgets(r, "w2"))
+    r.watch(
+        "watch from the list",
+        f"{widgets(r)}?allowWatchBookmarks=true",
+        since=version,
+        until=events_until_name("w2", "DELETED"),
+    )
