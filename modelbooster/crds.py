@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument(
         "--chart",
         metavar="CHART_DIR",
-        help="write the CRDs into the chart's layout (e.g. charts/modelbooster): crds/ for ModelBooster and "
-        "Inferno, charts/child-crds/crds/ for the child kinds",
+        help="write the CRDs into the chart's layout (e.g. charts/modelbooster): crds/ for ModelBooster, "
+        "charts/child-crds/crds/ for the child kinds, charts/inferno-crds/crds/ for Inferno's",
     )
 
 

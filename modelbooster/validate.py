@@ -1,40 +1,65 @@
-"""`modelbooster validate -f FILE|-`: the admission checks, offline.
+"""`modelbooster validate -f FILE|DIR|- ...`: the admission checks, offline.
 
-Each ModelBooster in the file is defaulted (as the mutating webhook would) and validated (as the validating
+Each ModelBooster read is defaulted (as the mutating webhook would) and validated (as the validating
 webhook would); with `--old`, as an UPDATE of the stored object, so unchanged fields that no longer pass are
-warnings, not errors. Exit codes: 0 all valid; 1 at least one is rejected (the webhook's message is printed on
-stderr); 2 the file itself is unusable (missing, not YAML, empty, wrong kind or apiVersion, past a bound on
-size, nesting or aliases; or an `--old` file that is not exactly one object of the same name), with a
+warnings, not errors. Inferno objects (`inferno.platform.ai`) get the checks the reconciler's Inferno
+controller applies (shared/inferno_validation.py): each object against its model, then the objects of each
+namespace together (names unique, every Server's class, model and accelerator defined among them).
+Documents of other kinds are skipped and counted on stderr (`--other-kinds=error` refuses them).
+
+Exit codes: 0 all valid; 1 at least one is rejected (the webhook's message is printed on stderr); 2 an input
+itself is unusable (missing, not YAML, empty, a ModelBooster of another apiVersion, past a bound on size,
+nesting, aliases or file count; or an `--old` file that is not exactly one object of the same name), with a
 one-line reason. Defaulting notes are printed as `Warning: ...` lines on stderr, like kubectl does.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelbooster.gc_pause import cycle_collection_paused
-from modelbooster.manifests import ManifestError, check_modelbooster_identity, load_documents, source_name
-from modelbooster.yaml_dumper import dump_documents
+from modelbooster.inputs import add_input_arguments, read_inputs
+from modelbooster.manifests import (
+    Manifest,
+    ManifestError,
+    display_name,
+    load_manifests,
+    select,
+    several_namespaces,
+    source_name,
+)
+from modelbooster.output import OUTPUT_FORMATS, denial_status, format_objects, invalid_status
+from shared.api import inferno as inferno_api
 from shared.defaults import apply_defaults
 from shared.errors import format_denial
+from shared.inferno_validation import InfernoIssue, InfernoObjectError, parse_inferno_object, validate_inferno_objects
 from shared.ratchet import carried_warnings
 from shared.validation import validate_modelbooster, validate_update
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
+EXIT_CODES = {
+    EXIT_VALID: "every object is valid",
+    EXIT_INVALID: "an object is rejected (the webhook's message on stderr)",
+    EXIT_BAD_INPUT: "an input or an argument is unusable (one line on stderr)",
+}
+
+PROG = "modelbooster validate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser, what="ModelBooster and Inferno manifests")
     parser.add_argument(
-        "-f", "--filename", required=True, metavar="FILE", help="ModelBooster manifest(s), YAML or JSON; - for stdin"
-    )
-    parser.add_argument(
-        "-o", "--output", choices=("yaml", "json"), help="print the defaulted object(s) of the valid documents"
+        "-o",
+        "--output",
+        choices=OUTPUT_FORMATS,
+        help="print the valid objects (ModelBoosters defaulted) and, for each rejected one, a v1 Status as the "
+        "API server answers (yaml, json), or the names of the valid objects (name)",
     )
     parser.add_argument(
         "--old",
@@ -51,59 +76,154 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        documents = _load_modelboosters(args.filename)
-        old = _load_old(args.old, new=documents) if args.old else None
+        manifests, selection = read_inputs(args, inferno_group=inferno_api.GROUP)
+        old = _load_old(args.old, new=[m.obj for m in selection.modelboosters]) if args.old else None
     except ManifestError as error:
-        print(f"modelbooster validate: {error}", file=sys.stderr)
+        print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    several = len(documents) > 1
-    valid: list[dict[str, Any]] = []
+    note = selection.skipped_note(prog=PROG)
+    if note:
+        print(note, file=sys.stderr)
+    checked = len(selection.modelboosters) + len(selection.inferno)
+    labels = _Labels(
+        manifests,
+        several=checked > 1,
+        namespaced=several_namespaces([*selection.modelboosters, *selection.inferno]),
+    )
+    printed: dict[int, dict[str, Any]] = {}  # by position in the input, so output keeps the input's order
+    position = {id(manifest): index for index, manifest in enumerate(manifests)}
     status = EXIT_VALID
-    for number, document in enumerate(documents, start=1):
-        header = f"document {number} ({_display_name(document)})"
-        label = f"{header}: " if several else ""
-        defaulted = apply_defaults(document)
-        for warning in defaulted.warnings:
-            print(f"Warning: {label}{warning}", file=sys.stderr)
-        stored = old if old is not None and _same_object(old, document) else None
-        if stored is None:
-            errors = validate_modelbooster(defaulted.obj)
-        else:
-            verdict = validate_update(defaulted.obj, old=stored)
-            errors = verdict.errors
-            for warning in carried_warnings(verdict.carried):
-                print(f"Warning: {label}{warning}", file=sys.stderr)
-        if errors:
-            status = EXIT_INVALID
-            if several:
-                print(f"{header}:", file=sys.stderr)
-            print(format_denial(errors), file=sys.stderr)
-            continue
-        valid.append(defaulted.obj)
-        if args.output is None:
-            print(f"{_display_name(document)}: valid")
-    if args.output is not None and valid:
-        sys.stdout.write(_render(valid, output=args.output))
+    for manifest in selection.modelboosters:
+        result = _validate_modelbooster(manifest, old=old, labels=labels, output=args.output)
+        if result is not None:
+            status = EXIT_INVALID if result.get("kind") == "Status" else status
+            printed[position[id(manifest)]] = result
+    for manifest, result in _validate_inferno(selection.inferno, labels=labels, output=args.output):
+        status = EXIT_INVALID if result.get("kind") == "Status" else status
+        printed[position[id(manifest)]] = result
+    if args.output is not None:
+        objects = [printed[index] for index in sorted(printed)]
+        if args.output == "name":
+            objects = [obj for obj in objects if obj.get("kind") != "Status"]
+        if objects:
+            sys.stdout.write(format_objects(objects, output=args.output))
     return status
 
 
-def _load_modelboosters(source: str) -> list[dict[str, Any]]:
-    documents = load_documents(source)
-    for number, document in enumerate(documents, start=1):
-        check_modelbooster_identity(document, where=f"{source_name(source)}: document {number}: ")
-    return documents
+class _Labels:
+    """How a document is named in messages: `document 2 (ModelBooster "m")`, with the file when there are
+    several inputs; nothing when only one object is checked."""
+
+    def __init__(self, manifests: Sequence[Manifest], *, several: bool, namespaced: bool) -> None:
+        self.several = several
+        self.namespaced = namespaced
+        self.one_source = len({manifest.source for manifest in manifests}) <= 1
+
+    def display(self, obj: Mapping[str, Any], *, kind: str = "ModelBooster") -> str:
+        return display_name(obj, kind=kind, namespaced=self.namespaced)
+
+    def header(self, manifest: Manifest, *, kind: str = "ModelBooster") -> str:
+        where = manifest.where.split(": ", 1)[1] if self.one_source else manifest.where
+        return f"{where} ({self.display(manifest.obj, kind=kind)})"
+
+    def prefix(self, manifest: Manifest, *, kind: str = "ModelBooster") -> str:
+        return f"{self.header(manifest, kind=kind)}: " if self.several else ""
+
+
+def _validate_modelbooster(
+    manifest: Manifest, *, old: Mapping[str, Any] | None, labels: _Labels, output: str | None
+) -> dict[str, Any] | None:
+    """The object to print (the defaulted one, or a Status when rejected); None when nothing is printed."""
+    document = manifest.obj
+    label = labels.prefix(manifest)
+    defaulted = apply_defaults(document)
+    for warning in defaulted.warnings:
+        print(f"Warning: {label}{warning}", file=sys.stderr)
+    stored = old if old is not None and _same_object(old, document) else None
+    if stored is None:
+        errors = validate_modelbooster(defaulted.obj)
+    else:
+        verdict = validate_update(defaulted.obj, old=stored)
+        errors = verdict.errors
+        for warning in carried_warnings(verdict.carried):
+            print(f"Warning: {label}{warning}", file=sys.stderr)
+    if errors:
+        if labels.several:
+            print(f"{labels.header(manifest)}:", file=sys.stderr)
+        print(format_denial(errors), file=sys.stderr)
+        return denial_status(document, display=labels.display(document), errors=errors)
+    if output is None:
+        print(f"{labels.display(document)}: valid")
+    return defaulted.obj
+
+
+def _validate_inferno(
+    manifests: Sequence[Manifest], *, labels: _Labels, output: str | None
+) -> list[tuple[Manifest, dict[str, Any]]]:
+    """Each object against its model, then each namespace's objects together, as the Inferno controller does."""
+    issues: dict[int, list[InfernoIssue]] = defaultdict(list)
+    by_namespace: dict[str, list[tuple[Manifest, Any]]] = defaultdict(list)
+    for manifest in manifests:
+        try:
+            typed = parse_inferno_object({k: v for k, v in manifest.obj.items() if k != "status"})
+        except InfernoObjectError as error:
+            issues[id(manifest)].extend(error.issues)
+            continue
+        by_namespace[_namespace(manifest.obj)].append((manifest, typed))
+    for members in by_namespace.values():
+        report = validate_inferno_objects(
+            accelerators=[t for _, t in members if isinstance(t, inferno_api.Accelerator)],
+            models=[t for _, t in members if isinstance(t, inferno_api.Model)],
+            service_classes=[t for _, t in members if isinstance(t, inferno_api.ServiceClass)],
+            servers=[t for _, t in members if isinstance(t, inferno_api.Server)],
+            capacities=[t for _, t in members if isinstance(t, inferno_api.Capacity)],
+        )
+        owners = {(manifest.obj.get("kind"), _name(manifest.obj)): manifest for manifest, _ in members}
+        for issue in report.errors:
+            owner = owners.get((issue.kind, issue.name))
+            if owner is not None:
+                issues[id(owner)].append(issue)
+        for issue in report.warnings:
+            owner = owners.get((issue.kind, issue.name))
+            label = labels.prefix(owner, kind=issue.kind) if owner is not None else ""
+            print(f"Warning: {label}{issue.path}: {issue.message}", file=sys.stderr)
+    results: list[tuple[Manifest, dict[str, Any]]] = []
+    for manifest in manifests:
+        kind = str(manifest.obj.get("kind"))
+        display = labels.display(manifest.obj, kind=kind)
+        found = issues.get(id(manifest))
+        if found:
+            message = "\n".join(["validation failed:", *(f"  - {issue.path}: {issue.message}" for issue in found)])
+            if labels.several:
+                print(f"{labels.header(manifest, kind=kind)}:", file=sys.stderr)
+            print(message, file=sys.stderr)
+            causes = [{"reason": "FieldValueInvalid", "message": issue.message, "field": issue.path} for issue in found]
+            results.append((manifest, invalid_status(manifest.obj, display=display, message=message, causes=causes)))
+            continue
+        if output is None:
+            print(f"{display}: valid")
+        results.append((manifest, manifest.obj))
+    return results
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str(_metadata(obj).get("namespace") or "")
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(_metadata(obj).get("name") or "<unnamed>")
 
 
 def _load_old(source: str, *, new: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The one stored object, which must be the same ModelBooster as a document being validated."""
-    documents = _load_modelboosters(source)
+    documents = [m.obj for m in select(load_manifests([source]), inferno_group=None, other_kinds="error").modelboosters]
     name = source_name(source)
     if len(documents) != 1:
         raise ManifestError(f"{name}: holds {len(documents)} objects, expected exactly one (the stored ModelBooster)")
     (old,) = documents
     if not any(_same_object(old, document) for document in new):
         raise ManifestError(
-            f"{name}: the stored object is {_display_name(old)}, which is not among the objects validated"
+            f"{name}: the stored object is {display_name(old)}, which is not among the objects validated"
         )
     return old
 
@@ -123,15 +243,3 @@ def _metadata(document: Mapping[str, Any]) -> Mapping[str, Any]:
 def _key(document: Mapping[str, Any]) -> tuple[str, str]:
     metadata = _metadata(document)
     return (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
-
-
-def _display_name(document: Mapping[str, Any]) -> str:
-    name = _metadata(document).get("name")
-    return f'ModelBooster "{name}"' if isinstance(name, str) and name else "ModelBooster (no name)"
-
-
-def _render(objects: Sequence[dict[str, Any]], *, output: str) -> str:
-    if output == "json":
-        body: object = objects[0] if len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
-        return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
-    return dump_documents(objects)

@@ -577,10 +577,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--log-level",
-        default="INFO",
-        type=str.upper,
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="default INFO",
+        default="info",
+        type=str.lower,  # DEBUG is accepted too, as by the other commands
+        choices=["debug", "info", "warning", "error"],
+        help="log level (default: info)",
     )
     parser.add_argument(
         "--log-format", default="text", choices=["text", "json"], help="text, or json (one object per line)"
@@ -604,7 +604,7 @@ def listen_address(args: argparse.Namespace, environ: Mapping[str, str]) -> tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    configure(level=args.log_level.lower(), fmt=args.log_format)
+    configure(level=args.log_level, fmt=args.log_format)
     try:
         host, port = listen_address(args, os.environ)
     except ValueError as error:

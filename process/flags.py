@@ -82,13 +82,25 @@ def port(text: str) -> int:
     return value
 
 
-def choice(*allowed: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text.lower() not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}")
+@dataclass(frozen=True)
+class Choice:
+    """One of `allowed`, in either case (`DEBUG` is `debug`); a class, so that --help and the shell completion
+    can list the values (as `{debug,info,...}`)."""
+
+    allowed: tuple[str, ...]
+
+    def __call__(self, text: str) -> str:
+        if text.lower() not in self.allowed:
+            raise ValueError(f"must be one of {', '.join(self.allowed)}")
         return text.lower()
 
-    return parse
+    @property
+    def metavar(self) -> str:
+        return "{" + ",".join(self.allowed) + "}"
+
+
+def choice(*allowed: str) -> Choice:
+    return Choice(allowed)
 
 
 def comma_list(text: str) -> tuple[str, ...]:
@@ -156,7 +168,10 @@ def add_flags(
         convert = typed(flag, spec.parse)
         default = env_default(flag, convert, spec.default, prefix=prefix, parser=parser, environ=environ)
         variable = env_name(flag, prefix=prefix)
-        target.add_argument(flag, dest=spec.dest, type=convert, default=default, help=f"{spec.help} [env {variable}]")
+        metavar = spec.parse.metavar if isinstance(spec.parse, Choice) else None
+        target.add_argument(
+            flag, dest=spec.dest, type=convert, default=default, metavar=metavar, help=f"{spec.help} [env {variable}]"
+        )
 
 
 def add_switch(

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from process.build import register_build_info
 from reconciler.modelbooster.controller import ModelBoosterReconciler, setup_modelbooster_controller
 from reconciler.modelbooster.lora import LoraUpdater, setup_pod_informer
 from reconciler.modelbooster.settings import DynamicSettings, ReconcilerSettings
@@ -24,8 +25,14 @@ from reconciler.runtime.health import make_app
 from reconciler.runtime.kinds import CONFIG_MAP
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.served import ServedResources
+from shared.api.inferno import GROUP as INFERNO_GROUP
+from shared.constants import NETWORKING_GROUP, WORKLOAD_GROUP
 
 logger = logging.getLogger(__name__)
+
+# The API groups of the CRDs we ship: their CRDs are held whole (schemas, annotations) by `ServedResources`.
+OUR_GROUPS = frozenset({WORKLOAD_GROUP, NETWORKING_GROUP, INFERNO_GROUP})
 
 
 @dataclass
@@ -35,6 +42,8 @@ class ReconcilerProcess:
     controller: Controller
     reconciler: ModelBoosterReconciler
     dynamic: DynamicSettings
+    # The CRDs the cluster serves (one watch); CRDs of our groups are held whole. Any duty may subscribe.
+    served: ServedResources
 
 
 def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) -> ReconcilerProcess:
@@ -53,7 +62,9 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
         ),
         metrics=metrics,
     )
+    register_build_info(metrics.registry, component="reconciler")
     dynamic = DynamicSettings(settings.synthesis())
+    served = ServedResources(manager, groups=OUR_GROUPS)
     recorder = EventRecorder(client, instance=settings.identity)
     pods = setup_pod_informer(manager, namespaces=settings.namespaces)
     lora = LoraUpdater(pods=pods, recorder=recorder, timeout=settings.lora_timeout)
@@ -63,6 +74,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
         namespaces=settings.namespaces,
         settings=dynamic,
         recorder=recorder,
+        served=served,
         lora=lora,
         workers=settings.workers,
         field_manager=settings.field_manager,
@@ -73,7 +85,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
     )
     if settings.config_map:
         _watch_settings_config_map(manager, settings, dynamic, controller)
-    return ReconcilerProcess(settings, manager, controller, reconciler, dynamic)
+    return ReconcilerProcess(settings, manager, controller, reconciler, dynamic, served)
 
 
 def _watch_settings_config_map(

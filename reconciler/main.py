@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from process.build import version
 from process.flags import (
     Flag,
     add_flags,
@@ -37,6 +38,12 @@ from process.loop import EVENT_LOOPS, event_loop_runner
 from reconciler.assembly import ReconcilerProcess, serve
 from reconciler.certduty.duty import register_cert_duty
 from reconciler.certduty.settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
+from reconciler.crdcheck.check import (
+    CrdCheckSettings,
+    add_crd_check_arguments,
+    crd_check_settings_from_args,
+    register_crd_check,
+)
 from reconciler.inferno.controller import (
     InfernoSettings,
     InfernoSettingsError,
@@ -48,6 +55,7 @@ from reconciler.modelbooster.settings import ReconcilerSettings
 from reconciler.modelbooster.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.environment import SettingsError, detect_identity, detect_namespace
+from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.flags import ENV_PREFIX
 from reconciler.runtime.leader import LeaseTimings
 
@@ -101,6 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str]
     )
     add_cert_arguments(parser, environ=env)
     add_inferno_arguments(parser, environ=env)
+    add_crd_check_arguments(parser, environ=env)
 
 
 def settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None) -> ReconcilerSettings:
@@ -140,6 +149,7 @@ class _Duties:
 
     cert: CertDutySettings
     inferno: InfernoSettings
+    crd_check: CrdCheckSettings
 
 
 async def _serve(settings: ReconcilerSettings, duties: _Duties, *, stop: asyncio.Event) -> None:
@@ -151,7 +161,13 @@ async def _serve(settings: ReconcilerSettings, duties: _Duties, *, stop: asyncio
     def inferno(process: ReconcilerProcess, client: KubeClient) -> None:
         register_inferno(process.manager, client, duties.inferno)
 
-    await serve(settings, stop=stop, duties=(cert_duty, inferno))
+    def crd_check(process: ReconcilerProcess, client: KubeClient) -> None:
+        recorder = EventRecorder(client, instance=settings.identity)
+        register_crd_check(
+            process.manager, process.served, settings=duties.crd_check, recorder=recorder, version=version()
+        )
+
+    await serve(settings, stop=stop, duties=(cert_duty, inferno, crd_check))
 
 
 async def _serve_until_signalled(settings: ReconcilerSettings, duties: _Duties) -> None:
@@ -165,7 +181,11 @@ async def _serve_until_signalled(settings: ReconcilerSettings, duties: _Duties) 
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
-        duties = _Duties(cert=cert_settings_from_args(args), inferno=inferno_settings_from_args(args))
+        duties = _Duties(
+            cert=cert_settings_from_args(args),
+            inferno=inferno_settings_from_args(args),
+            crd_check=crd_check_settings_from_args(args),
+        )
     except (SettingsError, InfernoSettingsError, ValueError) as error:
         print(f"modelbooster reconciler: {error}", file=sys.stderr)
         return 2

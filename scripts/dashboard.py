@@ -84,12 +84,14 @@ def _quantiles(metric: str, selector: str, by: str, window: str, *, legend: str)
 
 
 def _variables(dashboard: Dashboard) -> Dashboard:
-    def jobs(name: str, label: str, metric: str) -> QueryVariable:
+    def jobs(name: str, label: str, component: str) -> QueryVariable:
+        # modelbooster_build_info has a series from each process's start, so on a quiet cluster (no admission
+        # request yet, no ModelBooster) the variable still finds the job and the panels show their data.
         return (
             QueryVariable(name)
             .label(label)
             .datasource(DATASOURCE)
-            .query(f'label_values({metric}{{namespace="$namespace"}}, job)')
+            .query(f'label_values(modelbooster_build_info{{namespace="$namespace", component="{component}"}}, job)')
             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(VariableSort.ALPHABETICAL_ASC)
         )
@@ -100,12 +102,28 @@ def _variables(dashboard: Dashboard) -> Dashboard:
             QueryVariable("namespace")
             .label("Namespace")
             .datasource(DATASOURCE)
-            .query("label_values(modelbooster_boosters, namespace)")
+            .query("label_values(modelbooster_build_info, namespace)")
             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(VariableSort.ALPHABETICAL_ASC)
         )
-        .with_variable(jobs("webhook_job", "Webhook job", "modelbooster_admission_decisions_total"))
-        .with_variable(jobs("reconciler_job", "Reconciler job", "modelbooster_boosters"))
+        .with_variable(jobs("webhook_job", "Webhook job", "webhook"))
+        .with_variable(jobs("reconciler_job", "Reconciler job", "reconciler"))
+    )
+
+
+def _scrapes(dashboard: Dashboard) -> Dashboard:
+    both = 'namespace="$namespace", job=~"$webhook_job|$reconciler_job"'
+    return dashboard.with_row(Row("Scrape health")).with_panel(
+        _timeseries(
+            "Targets up",
+            "Pods of each process that Prometheus scrapes successfully (`up`), out of those it tries. A pod that "
+            "is not scraped shows no data in the panels below, which is not the same as zero.",
+            "short",
+            Query(f"sum by (job) (up{{{both}}})", "{{job}} up"),
+            Query(f"count by (job) (up{{{both}}})", "{{job}} scraped"),
+            width=24,
+            height=5,
+        )
     )
 
 
@@ -301,7 +319,7 @@ def _boosters(dashboard: Dashboard) -> Dashboard:
             _timeseries(
                 "Time to Initialized p50 / p99",
                 "From creation to the first Initialized=True, over the ModelBoosters initialized in the last "
-                f"{RARE_WINDOW}.",
+                f"{RARE_WINDOW}. Both timestamps have whole seconds: below 1 s means within the second of creation.",
                 "s",
                 *_quantiles("modelbooster_time_to_initialized_seconds", RECONCILER, "", RARE_WINDOW, legend=""),
             )
@@ -359,6 +377,84 @@ def _inferno(dashboard: Dashboard) -> Dashboard:
     )
 
 
+# Per-Server series carry the Server's namespace as `exported_namespace` (the scrape sets `namespace`).
+SERVER = "exported_namespace, server"
+SERVER_LEGEND = "{{exported_namespace}}/{{server}}"
+
+
+def _inferno_loop(dashboard: Dashboard) -> Dashboard:
+    return (
+        dashboard.with_row(Row("Inferno loop"))
+        .with_panel(
+            _timeseries(
+                "Desired vs current replicas",
+                "Per Server: the replicas the last run decided (what Scale actuation, KEDA or an HPA acts on) "
+                "and those its target reports.",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_desired_replicas{{{RECONCILER}}})", f"desired {SERVER_LEGEND}"),
+                Query(f"max by ({SERVER}) (inferno_current_replicas{{{RECONCILER}}})", f"current {SERVER_LEGEND}"),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Load: arrival rate",
+                "Requests per minute each Server was sized for (measured from vLLM's metrics for a targeted one).",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_load_arrival_rate{{{RECONCILER}}})", SERVER_LEGEND),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Load: tokens per request",
+                "Average generated tokens per request each Server was sized for.",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_load_avg_length{{{RECONCILER}}})", SERVER_LEGEND),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "ITL: predicted vs observed",
+                "Mean inter-token latency Inferno predicts for each Server's decision, beside the one vLLM "
+                "observes per model (vllm:time_per_output_token_seconds, when Prometheus scrapes vLLM).",
+                "s",
+                Query(
+                    f"max by ({SERVER}) (inferno_predicted_itl_seconds{{{RECONCILER}}})", f"predicted {SERVER_LEGEND}"
+                ),
+                Query(
+                    "sum by (namespace, model_name) (rate(vllm:time_per_output_token_seconds_sum[$__rate_interval]))"
+                    " / sum by (namespace, model_name) "
+                    "(rate(vllm:time_per_output_token_seconds_count[$__rate_interval]))",
+                    "observed {{namespace}}/{{model_name}}",
+                ),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Not measured, not scaled",
+                "Servers whose load the last run could not measure (last load kept), and Servers whose target "
+                "Scale actuation leaves alone, by reason (the ScalingActive condition's).",
+                "none",
+                Query(f"max by ({SERVER}) (inferno_load_stale{{{RECONCILER}}}) > 0", f"load stale {SERVER_LEGEND}"),
+                Query(
+                    f"max by ({SERVER}, reason) (inferno_scale_blocked{{{RECONCILER}}})",
+                    f"{{{{reason}}}} {SERVER_LEGEND}",
+                ),
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Scale changes",
+                "Changes of targets' replicas made by Scale actuation, per hour, by direction.",
+                "none",
+                Query(
+                    f"sum by (direction) (increase(inferno_scale_changes_total{{{RECONCILER}}}[1h]))",
+                    "{{direction}}",
+                ),
+            )
+        )
+    )
+
+
 def build() -> DashboardModel:
     """The dashboard, its panels numbered in order (Grafana links to a panel by its id)."""
     dashboard = (
@@ -370,7 +466,7 @@ def build() -> DashboardModel:
         .time("now-6h", "now")
         .timezone("browser")
     )
-    for section in (_variables, _admission, _reconciler, _boosters, _inferno):
+    for section in (_variables, _scrapes, _admission, _reconciler, _boosters, _inferno, _inferno_loop):
         dashboard = section(dashboard)
     model = dashboard.build()
     for number, panel in enumerate(model.panels or (), start=1):

@@ -1,16 +1,23 @@
-"""The two ways a ModelBooster names its backends, and the rules about choosing one (docs/design/api.md §8).
+"""The ways a ModelBooster names its backends, and the rules about choosing one (docs/design/api.md §8).
 
-- `spec.backend`: one backend, the form of Kthena v1.0 and later (`replicas`, no autoscaling, no LoRA);
-- `spec.backends`: a list of backends, the form of Kthena v0.1.0 (autoscaling, LoRA, route weights).
+Three generations of Kthena wrote the same `workload.serving.volcano.sh/v1alpha1` ModelBooster three ways:
 
-Exactly one is given; which one is the user's choice and is never rewritten into the other. Internally the
-single backend is read as a list of one (shared/api/modelbooster.py), so every rule and every child is derived
-by one code path; this module maps what that path reports (`spec.backends[0]...`) back to the field the user
-wrote (`spec.backend...`).
+- `spec.backends`: a list of backends, Kthena v0.1.0 (autoscaling, LoRA, route weights);
+- `spec.backend` with `minReplicas` and `maxReplicas`: one backend, Kthena v0.2 to v0.4, whose model-level
+  `spec.autoscalingPolicy` scales that one backend;
+- `spec.backend` with `replicas`: one backend, Kthena v1.0 and later (a fixed count, no autoscaling).
+
+Exactly one of `spec.backend` and `spec.backends` is given, and a `spec.backend` gives either `replicas` or both
+`minReplicas` and `maxReplicas`; which one is the user's choice and is never rewritten into another. The replica
+fields decide how a single backend is read: `replicas` as Kthena v1.0's, `minReplicas`/`maxReplicas` as Kthena
+v0.2-v0.4's (its other fields are the same in both). Internally the single backend is read as a list of one
+(shared/api/modelbooster.py), its autoscaling policy (v0.2-v0.4) as that backend's own, so every rule and every
+child is derived by one code path; this module maps what that path reports (`spec.backends[0]...`) back to the
+field the user wrote (`spec.backend...`, `spec.autoscalingPolicy...`).
 
 The rules live here once and feed the webhook's check (on the raw object, before decoding: which schema applies
-depends on the answer) and the CRD's CEL rules on `spec`, with the same message, so that kube-apiserver prints
-the webhook's line when the webhook is down. Both rules test presence only, so their cost is constant.
+depends on the answer) and the CRD's CEL rules, with the same messages, so that kube-apiserver prints the
+webhook's line when the webhook is down. Every rule tests presence only, so its cost is constant.
 """
 
 from __future__ import annotations
@@ -25,19 +32,46 @@ from shared.errors import FieldError, forbidden, required
 SINGLE_FIELD: Final = "backend"
 LIST_FIELD: Final = "backends"
 AUTOSCALING_FIELD: Final = "autoscalingPolicy"
+# The replica fields of a single backend: Kthena v1.0's count, or Kthena v0.2-v0.4's range.
+COUNT_FIELD: Final = "replicas"
+MIN_FIELD: Final = "minReplicas"
+MAX_FIELD: Final = "maxReplicas"
 
-SHAPE_DETAIL: Final = (
-    "exactly one of spec.backend (one backend, as Kthena v1.0 writes it) or spec.backends (a list of backends), "
-    "not both"
+# The generations, as messages and docs name them.
+LIST_GENERATION: Final = "Kthena v0.1.0"
+RANGE_GENERATION: Final = "Kthena v0.2-v0.4"
+COUNT_GENERATION: Final = "Kthena v1.0"
+
+NEITHER_DETAIL: Final = (
+    f"must specify one of spec.backend (one backend, as Kthena v0.2 and later write it) or spec.backends "
+    f"(a list of backends, as {LIST_GENERATION} writes it)"
 )
-SINGLE_AUTOSCALING_DETAIL: Final = (
-    "a single spec.backend has no autoscaling: it runs spec.backend.replicas replicas; to autoscale, move the "
-    "backend into spec.backends and give it minReplicas and maxReplicas"
+BOTH_DETAIL: Final = (
+    "may not be set together with spec.backend: keep spec.backend for one backend, or spec.backends for a list "
+    "of backends, and remove the other"
+)
+NO_REPLICAS_DETAIL: Final = (
+    f"must specify replicas (a fixed count, as {COUNT_GENERATION} writes it) or minReplicas and maxReplicas "
+    f"(a range, as {RANGE_GENERATION} write it; needed with spec.autoscalingPolicy)"
+)
+COUNT_AND_RANGE_DETAIL: Final = (
+    f"may not be set together with minReplicas or maxReplicas: replicas is {COUNT_GENERATION}'s fixed count, "
+    f"minReplicas and maxReplicas are {RANGE_GENERATION}'s range; keep one"
+)
+HALF_RANGE_DETAIL: Final = (
+    "{given} is set, so this backend is read as " + RANGE_GENERATION + "'s, which needs {missing} too "
+    "(or write replicas alone, a fixed count as " + COUNT_GENERATION + " does)"
+)
+COUNT_AUTOSCALING_DETAIL: Final = (
+    f"a spec.backend with replicas ({COUNT_GENERATION}) has no autoscaling: it runs spec.backend.replicas replicas; "
+    f"to autoscale it, replace replicas with minReplicas and maxReplicas (as {RANGE_GENERATION} write it)"
 )
 
 _LIST_PREFIX: Final = f"spec.{LIST_FIELD}"
 _FIRST_PREFIX: Final = f"{_LIST_PREFIX}[0]"
+_FIRST_POLICY: Final = f"{_FIRST_PREFIX}.{AUTOSCALING_FIELD}"
 _SINGLE_PATH: Final = f"spec.{SINGLE_FIELD}"
+_SPEC_POLICY: Final = f"spec.{AUTOSCALING_FIELD}"
 _LIST_ITEM: Final = re.compile(r"spec\.backends\[\d+\]")
 # A raw JSON object: a dict when decoded, tested first since the Mapping ABC's test costs several times more
 # (these tests run on every admission request).
@@ -45,43 +79,94 @@ _JSON_OBJECT: Final = (dict, Mapping)
 
 
 def cel_rules() -> list[dict[str, Any]]:
-    """The `x-kubernetes-validations` on `spec` that say the same as `shape_errors`."""
+    """The `x-kubernetes-validations` on `spec` that say the same as `shape_errors` and `autoscaling_errors`."""
+    single, listed, policy = SINGLE_FIELD, LIST_FIELD, AUTOSCALING_FIELD
     return [
-        {
-            "rule": f"has(self.{SINGLE_FIELD}) != has(self.{LIST_FIELD})",
-            "message": SHAPE_DETAIL,
-            "reason": "FieldValueRequired",
-        },
-        {
-            "rule": f"!has(self.{SINGLE_FIELD}) || !has(self.{AUTOSCALING_FIELD})",
-            "message": SINGLE_AUTOSCALING_DETAIL,
-            "fieldPath": f".{AUTOSCALING_FIELD}",
-            "reason": "FieldValueForbidden",
-        },
-    ]
+        {"rule": f"has(self.{single}) || has(self.{listed})", "message": NEITHER_DETAIL,
+         "reason": "FieldValueRequired"},
+        {"rule": f"!has(self.{single}) || !has(self.{listed})", "message": BOTH_DETAIL,
+         "fieldPath": f".{listed}", "reason": "FieldValueForbidden"},
+        {"rule": f"!has(self.{policy}) || !has(self.{single}) || !has(self.{single}.{COUNT_FIELD})",
+         "message": COUNT_AUTOSCALING_DETAIL, "fieldPath": f".{policy}", "reason": "FieldValueForbidden"},
+    ]  # fmt: skip
 
 
-def _present(spec: Mapping[str, Any], key: str) -> bool:
+def single_backend_cel_rules() -> list[dict[str, Any]]:
+    """The `x-kubernetes-validations` on `spec.backend` that say the same as `shape_errors` about its replicas."""
+    count, low, high = COUNT_FIELD, MIN_FIELD, MAX_FIELD
+    return [
+        {"rule": f"has(self.{count}) || has(self.{low}) || has(self.{high})", "message": NO_REPLICAS_DETAIL,
+         "reason": "FieldValueRequired"},
+        {"rule": f"!has(self.{count}) || (!has(self.{low}) && !has(self.{high}))",
+         "message": COUNT_AND_RANGE_DETAIL, "fieldPath": f".{count}", "reason": "FieldValueForbidden"},
+        {"rule": f"has(self.{count}) || !has(self.{low}) || has(self.{high})",
+         "message": HALF_RANGE_DETAIL.format(given=low, missing=high), "fieldPath": f".{high}",
+         "reason": "FieldValueRequired"},
+        {"rule": f"has(self.{count}) || !has(self.{high}) || has(self.{low})",
+         "message": HALF_RANGE_DETAIL.format(given=high, missing=low), "fieldPath": f".{low}",
+         "reason": "FieldValueRequired"},
+    ]  # fmt: skip
+
+
+def _present(holder: Mapping[str, Any], key: str) -> bool:
     # A JSON null counts as absent: the API server prunes it.
-    return spec.get(key) is not None
+    return holder.get(key) is not None
 
 
 def shape_errors(obj: Mapping[str, Any]) -> list[FieldError]:
-    """What is wrong with the choice of shape (empty when one is chosen well). An object without a `spec`
-    object is left to decoding, which names that problem."""
+    """What is wrong with the choice of shape, when it leaves open how the object is to be read (empty when it
+    does not): neither or both of `spec.backend` and `spec.backends`, or a `spec.backend` whose replica fields
+    name no generation or two. An object without a `spec` object is left to decoding, which names that problem.
+    """
     spec = obj.get("spec")
     if not isinstance(spec, _JSON_OBJECT):
         return []
     single = _present(spec, SINGLE_FIELD)
-    if single == _present(spec, LIST_FIELD):
-        return [required("spec", SHAPE_DETAIL)]
-    if single and _present(spec, AUTOSCALING_FIELD):
-        return [forbidden(f"spec.{AUTOSCALING_FIELD}", SINGLE_AUTOSCALING_DETAIL)]
+    listed = _present(spec, LIST_FIELD)
+    if not single and not listed:
+        return [required("spec", NEITHER_DETAIL)]
+    if single and listed:
+        return [forbidden(_LIST_PREFIX, BOTH_DETAIL)]
+    backend = spec[SINGLE_FIELD] if single else None
+    if not isinstance(backend, _JSON_OBJECT):
+        return []  # a list, or a single backend that is not an object: decoding says what is wrong
+    present = (_present(backend, key) for key in (COUNT_FIELD, MIN_FIELD, MAX_FIELD))
+    return replica_form_errors(*present)
+
+
+def replica_form_errors(count: bool, low: bool, high: bool, /) -> list[FieldError]:
+    """What is wrong with the replica fields a single backend sets (`replicas`, `minReplicas`, `maxReplicas`)."""
+    if count:
+        return [forbidden(f"{_SINGLE_PATH}.{COUNT_FIELD}", COUNT_AND_RANGE_DETAIL)] if low or high else []
+    if not low and not high:
+        return [required(_SINGLE_PATH, NO_REPLICAS_DETAIL)]
+    if low != high:
+        given, missing = (MIN_FIELD, MAX_FIELD) if low else (MAX_FIELD, MIN_FIELD)
+        return [required(f"{_SINGLE_PATH}.{missing}", HALF_RANGE_DETAIL.format(given=given, missing=missing))]
     return []
+
+
+def autoscaling_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """`spec.autoscalingPolicy` beside a Kthena v1.0 backend (`replicas`), which does not autoscale. Unlike
+    `shape_errors`, it leaves no doubt how the object is read: reported with every other error of the object."""
+    spec = obj.get("spec")
+    if not isinstance(spec, _JSON_OBJECT) or not _present(spec, AUTOSCALING_FIELD):
+        return []
+    backend = spec.get(SINGLE_FIELD)
+    if not isinstance(backend, _JSON_OBJECT) or not _present(backend, COUNT_FIELD):
+        return []
+    error = forbidden(_SPEC_POLICY, COUNT_AUTOSCALING_DETAIL)
+    return [replace(error, reads=(_SPEC_POLICY, f"{_SINGLE_PATH}.{COUNT_FIELD}"))]
 
 
 def is_single(spec: object) -> bool:
     return isinstance(spec, _JSON_OBJECT) and _present(spec, SINGLE_FIELD)
+
+
+def list_autoscaling(spec: object) -> bool:
+    """Whether `spec.autoscalingPolicy` is model-level autoscaling over a list of backends (Kthena v0.1.0's
+    optimizer, with its own defaults), rather than the one backend's policy of Kthena v0.2-v0.4."""
+    return isinstance(spec, _JSON_OBJECT) and _present(spec, AUTOSCALING_FIELD) and not is_single(spec)
 
 
 def backend_objects(spec: object) -> list[dict[str, Any]]:
@@ -96,20 +181,32 @@ def backend_objects(spec: object) -> list[dict[str, Any]]:
 
 
 def wire_path(path: str) -> str:
-    """A path of the internal list-of-one form, as the single-backend object spells it."""
+    """A path of the internal list-of-one form, as the single-backend object spells it: the backend's fields
+    under `spec.backend`, its autoscaling policy (Kthena v0.2-v0.4's model-level one) under `spec`."""
     if path in (_LIST_PREFIX, _FIRST_PREFIX):
         return _SINGLE_PATH
-    if path.startswith(_FIRST_PREFIX) and path[len(_FIRST_PREFIX)] in ".[":
-        return _SINGLE_PATH + path[len(_FIRST_PREFIX) :]
-    return path
+    if not path.startswith(_FIRST_PREFIX) or path[len(_FIRST_PREFIX)] not in ".[":
+        return path
+    if path.startswith(_FIRST_POLICY) and path[len(_FIRST_POLICY) : len(_FIRST_POLICY) + 1] in ("", ".", "["):
+        return _SPEC_POLICY + path[len(_FIRST_POLICY) :]
+    return _SINGLE_PATH + path[len(_FIRST_PREFIX) :]
 
 
-def on_wire(errors: Iterable[FieldError], *, single: bool) -> list[FieldError]:
-    """The errors with the paths the user wrote: unchanged for `spec.backends`, mapped for `spec.backend`."""
+def on_wire(
+    errors: Iterable[FieldError], *, single: bool, wording: Mapping[str, str] | None = None
+) -> list[FieldError]:
+    """The errors with the paths the user wrote: unchanged for `spec.backends`, mapped for `spec.backend`, where
+    a detail found in `wording` is replaced by its text for a single backend."""
     if not single:
         return list(errors)
+    words = wording or {}
     return [
-        replace(error, path=wire_path(error.path), reads=tuple(wire_path(path) for path in error.reads))
+        replace(
+            error,
+            path=wire_path(error.path),
+            reads=tuple(dict.fromkeys(wire_path(path) for path in error.reads)),
+            detail=words.get(error.detail, error.detail),
+        )
         for error in errors
     ]
 
@@ -117,8 +214,8 @@ def on_wire(errors: Iterable[FieldError], *, single: bool) -> list[FieldError]:
 def with_shape_hints(
     errors: Iterable[FieldError], *, list_only: Collection[str], single_only: Collection[str]
 ) -> list[FieldError]:
-    """Decoding errors where a field of the other shape was refused as undeclared, saying where it belongs
-    (a manifest of Kthena v0.2-v0.4 gives its `spec.backend` a `minReplicas`, say)."""
+    """Decoding errors where a field of another shape was refused as undeclared, saying where it belongs
+    (a manifest of Kthena v0.1.0 gives its `spec.backend` a `routeWeight`, say)."""
     return [_hinted(error, list_only=list_only, single_only=single_only) for error in errors]
 
 
@@ -126,11 +223,13 @@ def _hinted(error: FieldError, *, list_only: Collection[str], single_only: Colle
     parent, _, name = error.path.rpartition(".")
     if error.type != "Forbidden":
         return error
-    if parent == _SINGLE_PATH and name in list_only:
-        hint = f"{name} is a field of spec.backends[] (several backends, autoscaling); a spec.backend runs a fixed "
-        hint += "number of replicas"
+    if parent == _SINGLE_PATH and name == AUTOSCALING_FIELD:
+        hint = "a single backend autoscales with spec.autoscalingPolicy and its minReplicas and maxReplicas "
+        hint += f"(as {RANGE_GENERATION} write it)"
+    elif parent == _SINGLE_PATH and name in list_only:
+        hint = f"{name} is a field of spec.backends[] ({LIST_GENERATION}: several backends); a spec.backend has none"
     elif _LIST_ITEM.fullmatch(parent) and name in single_only:
-        hint = f"{name} is a field of spec.backend (Kthena v1.0); a spec.backends[] entry has minReplicas and "
+        hint = f"{name} is a field of spec.backend ({COUNT_GENERATION}); a spec.backends[] entry has minReplicas and "
         hint += "maxReplicas"
     else:
         return error

@@ -35,6 +35,9 @@ MANAGED_BY_VALUE: Final = WORKLOAD_GROUP
 LABEL_REGISTRY_MANAGED_BY: Final = "registry.volcano.sh/managed-by"
 REGISTRY_MANAGED_BY_VALUE: Final = "registry.volcano.sh"
 
+# On every CRD we generate: the digest of its spec, by which the reconciler tells an outdated CRD.
+ANNOTATION_CRD_DIGEST: Final = f"{WORKLOAD_GROUP}/crd-digest"
+
 # Labels that Kthena's ModelServing controller puts on pods, which our children select on.
 LABEL_MODELSERVING_NAME: Final = "modelserving.volcano.sh/name"
 LABEL_MODELSERVING_GROUP_NAME: Final = "modelserving.volcano.sh/group-name"

@@ -37,12 +37,14 @@ from shared.constants import (
     VERSION,
     WORKLOAD_GROUP,
 )
-from shared.schema import structural_problems, structural_schema
+from shared.crd_digest import DIGEST_ANNOTATION, spec_digest
+from shared.schema import apiserver_form, structural_problems, structural_schema
 
 Rule = Mapping[str, Any]
 
 OWN_CRDS_DIRECTORY: Final = "crds"
 CHILD_CRDS_DIRECTORY: Final = "charts/child-crds/crds"
+INFERNO_CRDS_DIRECTORY: Final = "charts/inferno-crds/crds"
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,11 @@ class CrdKind:
     keywords: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     core_descriptions: bool = True
     # Where the chart keeps the file, relative to the chart: the child kinds live in a subchart so that
-    # `crds.installChildCRDs: false` can leave them to Kthena (Helm installs every crds/ file of an enabled chart).
+    # `crds.installChildCRDs: false` can leave them to Kthena, and the Inferno kinds in one so that
+    # `inferno.enabled: false` leaves them out (Helm installs every crds/ file of an enabled chart).
     chart_directory: str = OWN_CRDS_DIRECTORY
+    # The `scale` subresource (specReplicasPath, statusReplicasPath, labelSelectorPath), when the kind has one.
+    scale: Mapping[str, str] | None = None
 
     @property
     def name(self) -> str:
@@ -132,6 +137,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         keywords={"spec.template.gangPolicy.minRoleReplicas": {"maxProperties": 4}},
         # Two full PodSpecs per role: their descriptions alone would push the CRD past a megabyte.
         core_descriptions=False,
+        scale=children.MODEL_SERVING_SCALE,
     ),
     CrdKind(
         WORKLOAD_GROUP,
@@ -176,7 +182,15 @@ KINDS: Final[tuple[CrdKind, ...]] = (
         rules=_cel(children.MODEL_ROUTE_RULES),
     ),
     *(
-        CrdKind(INFERNO_GROUP, kind, plural, model, version=INFERNO_VERSION, categories=("inferno",))
+        CrdKind(
+            INFERNO_GROUP,
+            kind,
+            plural,
+            model,
+            version=INFERNO_VERSION,
+            categories=("inferno",),
+            chart_directory=INFERNO_CRDS_DIRECTORY,
+        )
         for kind, plural, model in INFERNO_KINDS
     ),
 )
@@ -194,6 +208,7 @@ def crd(kind: CrdKind) -> dict[str, Any]:
         node.setdefault("x-kubernetes-validations", []).extend(dict(rule) for rule in rules)
     for path, keywords in kind.keywords.items():
         _node_at(schema, path, kind=kind).update(keywords)
+    schema = apiserver_form(schema)
     problems = structural_problems(schema)
     if problems:
         raise CrdError(f"{kind.name}: not a structural schema: {'; '.join(problems[:5])}")
@@ -212,15 +227,17 @@ def crd(kind: CrdKind) -> dict[str, Any]:
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": schema},
-        "subresources": {"status": {}},
+        "subresources": {"status": {}, **({"scale": dict(kind.scale)} if kind.scale else {})},
     }
     if kind.printer_columns:
         version["additionalPrinterColumns"] = [column.to_crd() for column in kind.printer_columns]
+    spec = {"group": kind.group, "names": names, "scope": "Namespaced", "versions": [version]}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": kind.name},
-        "spec": {"group": kind.group, "names": names, "scope": "Namespaced", "versions": [version]},
+        # The digest lets the reconciler tell whether the cluster serves this very CRD (shared/crd_digest.py).
+        "metadata": {"name": kind.name, "annotations": {DIGEST_ANNOTATION: spec_digest(spec)}},
+        "spec": spec,
     }
 
 
@@ -283,3 +300,12 @@ def _node_at(schema: dict[str, Any], path: str, *, kind: CrdKind) -> dict[str, A
         if steps_into_items:
             node = node["items"]
     return node
+
+
+def expected_digests(*, include_children: bool = True) -> dict[str, str]:
+    """CRD name -> the digest this version generates; without the child kinds when Kthena provides them."""
+    return {
+        kind.name: definition["metadata"]["annotations"][DIGEST_ANNOTATION]
+        for kind, definition in zip(KINDS, crds(), strict=True)
+        if include_children or kind.chart_directory != CHILD_CRDS_DIRECTORY
+    }

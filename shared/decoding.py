@@ -17,6 +17,8 @@ from pydantic_core import ErrorDetails
 
 from shared.errors import ROOT_PATH, FieldError
 from shared.json_values import NOT_JSON, not_json_details
+from shared.offered_values import supported_values_detail
+from shared.quantity import PATTERN_MESSAGE, pattern_message
 from shared.schema import structural_schema
 
 M = TypeVar("M", bound=BaseModel)
@@ -130,9 +132,8 @@ def _field_error(detail: ErrorDetails, *, path: str, node: Mapping[str, Any]) ->
     if kind in _TYPE_NAMES:
         return FieldError(path=path, type="Invalid", value=value, detail=f"must be of type {_TYPE_NAMES[kind]}")
     if kind in ("literal_error", "enum"):
-        allowed = node.get("enum") or []
-        supported = ", ".join(f'"{option}"' for option in allowed)
-        return FieldError(path=path, type="NotSupported", value=value, detail=f"supported values: {supported}")
+        allowed = [str(option) for option in node.get("enum") or []]
+        return FieldError(path=path, type="NotSupported", value=value, detail=supported_values_detail(value, allowed))
     if kind == "greater_than_equal":
         return FieldError(
             path=path, type="Invalid", value=value, detail=f"must be greater than or equal to {context['ge']}"
@@ -161,5 +162,8 @@ def _field_error(detail: ErrorDetails, *, path: str, node: Mapping[str, Any]) ->
     if kind == "too_long":
         return FieldError(path=path, type="TooMany", detail=f"must have at most {context['max_length']} items")
     if kind == "value_error":
-        return FieldError(path=path, type="Invalid", value=value, detail=str(context.get("error", detail["msg"])))
+        message = str(context.get("error", detail["msg"]))
+        if message == PATTERN_MESSAGE:  # decided in native code, without the value: say what it likely means
+            message = pattern_message(value)
+        return FieldError(path=path, type="Invalid", value=value, detail=message)
     return FieldError(path=path, type="Invalid", value=value, detail=detail["msg"])

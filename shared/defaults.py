@@ -23,6 +23,7 @@ from shared.api.modelbooster import (
     DEFAULT_WORKER_REPLICAS,
     DEFAULT_WORKER_TYPE,
 )
+from shared.backend_shape import list_autoscaling
 
 
 @dataclass
@@ -42,7 +43,9 @@ def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
     spec = result.obj.get("spec")
     if not isinstance(spec, dict):
         return result
-    model_level = spec.get("autoscalingPolicy") is not None
+    # Model-level autoscaling over a list of backends (Kthena v0.1.0's optimizer) has defaults of its own; a single
+    # backend's `spec.autoscalingPolicy` (Kthena v0.2-v0.4) scales that backend and has none of them.
+    model_level = list_autoscaling(spec)
     _default_policy(spec.get("autoscalingPolicy"), at="/spec/autoscalingPolicy", into=result)
     if model_level:
         _set_absent(spec, "costExpansionRatePercent", DEFAULT_COST_EXPANSION_RATE_PERCENT, at="/spec", into=result)
@@ -53,7 +56,7 @@ def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
                 _default_backend(backend, index=index, model_level=model_level, into=result)
     single = spec.get("backend")
     if isinstance(single, dict):
-        # Kthena v1.0's backend: its scheduler and its workers (docs/design/api.md §8).
+        # A single backend (Kthena v0.2 and later): its scheduler and its workers (docs/design/api.md §8).
         _set_absent(single, "schedulerName", DEFAULT_SINGLE_BACKEND_SCHEDULER, at="/spec/backend", into=result)
         _default_workers(single, path="spec.backend", at="/spec/backend", into=result)
     return result

@@ -16,6 +16,9 @@ QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 _QUANTITY = re.compile(QUANTITY_PATTERN)
+# Refused with this fixed text, as native decoding refuses; a field error says `pattern_message(value)` instead.
+PATTERN_MESSAGE = f"quantities must match the regular expression '{QUANTITY_PATTERN}'"
+_PATTERN_MESSAGE = PATTERN_MESSAGE
 _SUFFIX: dict[str, Decimal] = {
     "n": Decimal("1e-9"),
     "u": Decimal("1e-6"),
@@ -42,8 +45,53 @@ def check_quantity(value: int | float | str) -> int | float | str:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("quantities must be finite")
     if _QUANTITY.match(str(value)) is None:
-        raise ValueError(f"quantities must match the regular expression '{QUANTITY_PATTERN}'")
+        raise ValueError(_PATTERN_MESSAGE)  # the message native decoding gives; field errors add `pattern_message`
     return value
+
+
+# A number and a unit as people write sizes elsewhere: `8GB`, `8 gib`, `512MB`, `1.5T`, `100 bytes`.
+_WRITTEN_SIZE = re.compile(r"^\s*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))\s*([A-Za-z]*)\s*$")
+_DECIMAL_PREFIXES = "kmgtpe"
+
+
+def suggested_quantities(value: object) -> list[str]:
+    """The quantities a string that is not one most likely means: `8GB` -> [`8G`, `8Gi`], `8gib` -> [`8Gi`]."""
+    if not isinstance(value, str):
+        return []
+    match = _WRITTEN_SIZE.match(value)
+    if match is None:
+        return []
+    number, unit = match.group(1), match.group(2).lower()
+    if unit in ("b", "byte", "bytes"):
+        return [number]
+    if not unit or unit[0] not in _DECIMAL_PREFIXES:
+        return [number + match.group(2)] if _QUANTITY.match(number + match.group(2)) else []
+    prefix, rest = unit[0], unit[1:]
+    decimal = prefix if prefix == "k" else prefix.upper()  # kilo is the one lower-case prefix
+    binary = prefix.upper() + "i"
+    if rest in ("i", "ib"):
+        return [number + binary]
+    if rest in ("", "b"):
+        return [number + decimal, number + binary]
+    return []
+
+
+def pattern_message(value: object) -> str:
+    """Why `value` is not a quantity, led by what it most likely means (`8GB`: `8G` or `8Gi`)."""
+    suggestions = [f'"{text}"' for text in suggested_quantities(value) if text != value]
+    if not suggestions:
+        return _PATTERN_MESSAGE
+    meant = " or ".join(suggestions)
+    powers = ""
+    if len(suggestions) == 2:  # a decimal and a binary prefix: say which is which
+        decimal, binary = (text.strip('"').lstrip("+-.0123456789") for text in suggestions)
+        powers = (
+            f" ({decimal} is 10^{_EXPONENTS[decimal.lower()]}, {binary} is 2^{_EXPONENTS[decimal.lower()] // 3 * 10})"
+        )
+    return f"did you mean {meant}?{powers}; {_PATTERN_MESSAGE}"
+
+
+_EXPONENTS = {"k": 3, "m": 6, "g": 9, "t": 12, "p": 15, "e": 18}
 
 
 def quantity_value(value: int | float | str) -> Decimal:
@@ -59,7 +107,6 @@ def quantity_value(value: int | float | str) -> Decimal:
 
 
 _TYPE_MESSAGE = "quantities must be an integer or a string such as '500m' or '2Gi'"
-_PATTERN_MESSAGE = f"quantities must match the regular expression '{QUANTITY_PATTERN}'"
 # The same language for pydantic-core's regular expressions, whose `$` matches only at the very end: Python's
 # (which `check_quantity` uses) also matches before a final newline.
 _NATIVE_PATTERN = QUANTITY_PATTERN.removesuffix("$") + r"\n?$"

@@ -64,9 +64,7 @@ def _strictly_same(a: object, b: object) -> bool:
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_strictly_same(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(
-            _strictly_same(x, y) for x, y in zip(a, b, strict=True)
-        )
+        return isinstance(b, list) and len(a) == len(b) and all(_strictly_same(x, y) for x, y in zip(a, b, strict=True))
     return not isinstance(b, (dict, list)) and a == b
 
 

@@ -74,6 +74,36 @@ _ALLOWED_KEYWORDS: Final = frozenset(
     }
 )
 _DROPPED_KEYWORDS: Final = frozenset({"title", "discriminator", "examples"})
+# kube-apiserver stores a CRD schema as Go's JSONSchemaProps, whose `omitempty` fields vanish when empty: an
+# empty map, list or string, and a false flag that is a plain bool (not a pointer). A schema holding one is
+# stored without it, so the file never equals what the server holds and re-applying it by another field
+# manager conflicts on the atomic `.spec.versions` (seen on v1.36 with `status: {properties: {}}`).
+_OMITTED_WHEN_EMPTY: Final = frozenset(
+    {
+        "properties",
+        "required",
+        "enum",
+        "anyOf",
+        "allOf",
+        "oneOf",
+        "x-kubernetes-validations",
+        "x-kubernetes-list-map-keys",
+        "type",
+        "format",
+        "description",
+        "pattern",
+    }
+)
+_OMITTED_WHEN_FALSE: Final = frozenset(
+    {
+        "nullable",
+        "uniqueItems",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+    }
+)
 
 
 class SchemaError(ValueError):
@@ -214,6 +244,26 @@ class _Converter:
             if not result["required"]:
                 del result["required"]
         return result
+
+
+def apiserver_form(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` as kube-apiserver stores it (the omitempty fields above dropped, at every depth), so that a
+    generated CRD round-trips through the server unchanged. `default` values are data and kept as they are."""
+    result: dict[str, Any] = {}
+    for key, raw in schema.items():
+        if key in _OMITTED_WHEN_EMPTY and raw in ({}, [], ""):
+            continue
+        if key in _OMITTED_WHEN_FALSE and raw is False:
+            continue
+        value = raw
+        if key == "properties":
+            value = {name: apiserver_form(child) for name, child in raw.items()}
+        elif key in ("items", "additionalProperties") and isinstance(raw, Mapping):
+            value = apiserver_form(raw)
+        elif key in ("anyOf", "allOf", "oneOf"):
+            value = [apiserver_form(option) for option in raw]
+        result[key] = value
+    return result
 
 
 def structural_problems(schema: Mapping[str, Any], *, where: str = "") -> list[str]:

@@ -11,8 +11,9 @@ leaves unchanged carried over instead of refused (shared/ratchet.py); a rule tha
 lists them in its errors' `reads`.
 
 Order of the errors (all are collected up to `MAX_COLLECTED_ERRORS`, none short-circuits, except that an
-object which does not choose one backend shape reports only that (shared/backend_shape.py), and one which
-does not decode reports only its decoding errors):
+object which does not choose one backend shape, or whose single backend names no replica form or two, reports
+only that (shared/backend_shape.py), and one which does not decode reports only its decoding errors, after a
+`spec.autoscalingPolicy` refused beside a fixed `replicas`):
   1. the reference's rules, docs/design/validation.md §4 (with the real JSON paths);
   2. the unsupported features, docs/design/validation.md §5;
   3. the additional rules, docs/design/validation.md §6 (including the newer line's engine-port, PVC and KV checks).
@@ -37,7 +38,7 @@ from shared.api.modelbooster import (
     ModelBooster,
     ModelWorker,
 )
-from shared.backend_shape import backend_objects, on_wire, shape_errors, with_shape_hints
+from shared.backend_shape import autoscaling_errors, backend_objects, on_wire, shape_errors, with_shape_hints
 from shared.constants import (
     MAX_REPLICAS,
     MAX_ROUTE_LORA_ADAPTERS,
@@ -57,6 +58,14 @@ from shared.errors import (
     invalid,
     required,
 )
+from shared.external_scaling import (
+    ACCEPTED_VALUES as EXTERNAL_REPLICAS_VALUES,
+)
+from shared.external_scaling import (
+    ANNOTATION_EXTERNAL_REPLICAS,
+    NO_AUTOSCALING_DETAIL,
+    replicas_set_externally,
+)
 from shared.naming import (
     backend_resource_name,
     is_dns1123_label,
@@ -64,7 +73,8 @@ from shared.naming import (
     model_downloader_name,
     ray_worker_container_name,
 )
-from shared.quantity import check_quantity
+from shared.offered_values import with_offered_values
+from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.ratchet import Ratcheted, ratchet
 from shared.schema import structural_schema
 from shared.unsupported import (
@@ -84,7 +94,18 @@ _GO_SPACE: Final = frozenset(
     "\u2028\u2029\u202f\u205f\u3000"
 )
 
-NO_AUTOSCALING_DETAIL: Final = "minReplicas and maxReplicas must be equal when no autoscaling is set"
+COST_EXPANSION_WITHOUT_MODEL_LEVEL: Final = (
+    "costExpansionRatePercent must not be provided when model-level autoscaling is not set"
+)
+MIN_ONE_WITH_BACKEND_LEVEL: Final = "minReplicas must be >= 1 when backend-level autoscaling is set"
+# How those rules read for a single `spec.backend`, whose `spec.autoscalingPolicy` (Kthena v0.2-v0.4) is that
+# backend's own (docs/design/api.md §8): "model-level" and "backend-level" name the list's two kinds.
+_SINGLE_WORDING: Final = {
+    COST_EXPANSION_WITHOUT_MODEL_LEVEL: "costExpansionRatePercent must not be provided with a single spec.backend: "
+    "it weighs the costs of several spec.backends under model-level autoscaling",
+    MIN_ONE_WITH_BACKEND_LEVEL: "minReplicas must be >= 1 when spec.autoscalingPolicy is set: the autoscaler "
+    "reads its metric from the backend's pods, and at zero there is none to scale up on",
+}
 
 
 def validate_modelbooster(obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[FieldError]:
@@ -141,17 +162,21 @@ def parse_defaulted(defaulted_obj: Mapping[str, Any], *, old: Mapping[str, Any] 
 def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[FieldError]]:
     """The decoded model (None if it does not decode) and the errors of every rule about the object itself."""
     shape = shape_errors(raw)
-    if shape:  # which schema applies depends on the shape
+    if shape:  # which schema applies, and how a single backend is read, depend on the shape
         return None, shape
+    # Reported with the others: a policy beside a fixed count leaves no doubt how the object is read.
+    refused_policy = autoscaling_errors(raw)
     model, errors = decode(ModelBooster, raw, limit=MAX_COLLECTED_ERRORS)
     if model is None:
-        return None, with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
+        hinted = with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
+        return None, [*refused_policy, *with_offered_values(hinted)]
     # Lazily, so that an object with tens of thousands of mistakes stops costing at the collection limit.
     found = chain(
         _core_quantity_errors(model), _reference_rules(model), _unsupported_features(raw), _additional_rules(model)
     )
-    errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors), 0)))
-    return model, on_wire(errors, single=model.spec.backend is not None)
+    errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors) - len(refused_policy), 0)))
+    single = model.spec.backend is not None
+    return model, [*refused_policy, *on_wire(errors, single=single, wording=_SINGLE_WORDING)]
 
 
 def _update_errors(model: ModelBooster, old_raw: Mapping[str, Any]) -> list[FieldError]:
@@ -235,7 +260,8 @@ def _core_quantity_errors(model: ModelBooster) -> Iterator[FieldError]:
                 check_quantity(selector.divisor)
             except ValueError as error:
                 path = f"spec.backends[{i}].env[{j}].valueFrom.resourceFieldRef.divisor"
-                yield invalid(path, selector.divisor, str(error))
+                reason = pattern_message(selector.divisor) if str(error) == PATTERN_MESSAGE else str(error)
+                yield invalid(path, selector.divisor, reason)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -323,26 +349,26 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                 )
                 yield _reads(error, error.path, "spec.autoscalingPolicy")
         if spec.cost_expansion_rate_percent is not None:
-            error = forbidden(
-                "spec.costExpansionRatePercent",
-                "costExpansionRatePercent must not be provided when model-level autoscaling is not set",
-            )
+            error = forbidden("spec.costExpansionRatePercent", COST_EXPANSION_WITHOUT_MODEL_LEVEL)
             yield _reads(error, error.path, "spec.autoscalingPolicy")
         for i, backend in enumerate(backends):
             if backend.autoscaling_policy is not None and backend.min_replicas < 1:
                 error = invalid(
                     f"spec.backends[{i}].minReplicas",
                     backend.min_replicas,
-                    "minReplicas must be >= 1 when backend-level autoscaling is set",
+                    MIN_ONE_WITH_BACKEND_LEVEL,
                 )
                 yield _reads(error, error.path, *_autoscaling_switches(backends))
-        if not backend_level:
+        # With the external-replicas opt-in something outside sets replicas between the bounds
+        # (shared/external_scaling.py); the bounds must then only be in order, which the schema rule
+        # minReplicas <= maxReplicas already says.
+        if not backend_level and not replicas_set_externally(model.metadata.annotations):
             for i, backend in enumerate(backends):
                 if backend.min_replicas != backend.max_replicas:
                     value = f"minReplicas={backend.min_replicas}, maxReplicas={backend.max_replicas}"
                     error = invalid(f"spec.backends[{i}]", value, NO_AUTOSCALING_DETAIL)
                     bounds = (f"{error.path}.minReplicas", f"{error.path}.maxReplicas")
-                    yield _reads(error, *bounds, *_autoscaling_switches(backends))
+                    yield _reads(error, *bounds, *_autoscaling_switches(backends), "metadata.annotations")
     elif not backend_level:
         total = 0
         for i, backend in enumerate(backends):
@@ -476,6 +502,13 @@ def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
 
 
 def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
+    external = (model.metadata.annotations or {}).get(ANNOTATION_EXTERNAL_REPLICAS)
+    if external is not None and external not in EXTERNAL_REPLICAS_VALUES:
+        yield invalid(
+            f"metadata.annotations[{ANNOTATION_EXTERNAL_REPLICAS}]",
+            external,
+            f"must be {' or '.join(repr(value) for value in EXTERNAL_REPLICAS_VALUES)}",
+        )
     backends = model.spec.backends
     pd_counts_ok = [True] * len(backends)
     configs_ok = [True] * len(backends)

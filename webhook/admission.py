@@ -17,6 +17,7 @@ from shared.errors import FieldError, denial_lines, denial_message
 from shared.ratchet import Ratcheted, carried_warnings, same_json
 from shared.validation import validate_modelbooster, validate_update
 from webhook.patch import encode_patch
+from webhook.pruned import older_crd_error, older_crd_warning, pruned_paths
 from webhook.shape import excess
 
 log = logging.getLogger(__name__)
@@ -280,6 +281,11 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
     try:
         if _spec_unchanged(request):
             return _allowed(request)
+        # The mutating webhook runs before the CRD's own validation: the one place to say that an older
+        # served CRD pruned what the user sent (webhook/pruned.py).
+        pruned = pruned_paths(obj)
+        if pruned and (error := older_crd_error(obj, pruned)) is not None:
+            return _invalid(request, [error])
         defaulted = apply_defaults(obj)
     except RecursionError:
         return _too_deep(request)
@@ -288,8 +294,9 @@ def mutate(request: AdmissionRequest) -> AdmissionResponse:
     response = _allowed(request)
     response["patch"] = encode_patch(defaulted.ops)
     response["patchType"] = "JSONPatch"
-    if defaulted.warnings:
-        response["warnings"] = _shown_warnings(defaulted.warnings)
+    warnings = [older_crd_warning(pruned)] if pruned else []
+    if defaulted.warnings or warnings:
+        response["warnings"] = _shown_warnings([*warnings, *defaulted.warnings])
     return response
 
 

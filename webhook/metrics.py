@@ -21,6 +21,7 @@ from prometheus_client import (
 )
 
 from certs.reload import ReloadOutcome, ReloadResult
+from process.build import register_build_info
 from webhook.admission import DENIAL_REASONS
 
 # Prometheus' Go client default buckets, which controller-runtime's webhook latency histogram uses, then up to
@@ -38,6 +39,7 @@ class WebhookMetrics:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
+        self.build_info = register_build_info(self.registry, component="webhook")
         self.requests = Counter(
             "controller_runtime_webhook_requests_total",
             "Total number of admission requests by HTTP status code.",

@@ -1,5 +1,6 @@
 """The Inferno controller: `Optimizer.spec.optimize: true` runs one optimisation of the Optimizer's namespace
-(docs/design/inferno.md §8).
+(docs/design/inferno.md §8); `spec.interval` runs one every interval, and targeted Servers are measured before
+and acted on after each run (reconciler.inferno.loop, docs/design/inferno.md §13).
 
 A second `Controller` in the reconciler process, on the generic informer/queue/controller machinery. The key
 is the Optimizer's namespace/name; a change to any Accelerator, Model, ServiceClass, Server or Capacity
@@ -44,7 +45,11 @@ from optimizer.engine import InvalidSystemError, optimize
 from optimizer.milp import MilpError, MilpUnavailableError
 from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
 from process.flags import Flag, add_flags, add_switch, comma_list, positive_float
+from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, DEFAULT_LENGTH_QUERY, DEFAULT_WINDOW, LoadQueries
+from reconciler.inferno.loop import ClosedLoop, Measurement
 from reconciler.inferno.metrics import InfernoMetrics
+from reconciler.inferno.prometheus import DEFAULT_TIMEOUT as PROMETHEUS_TIMEOUT
+from reconciler.inferno.prometheus import PrometheusClient, PrometheusSettings
 from reconciler.inferno.remote import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -69,6 +74,7 @@ from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from shared.api import inferno as api
+from shared.durations import DurationError, check_duration, parse_duration
 from shared.inferno_validation import (
     InfernoIssue,
     InfernoObjectError,
@@ -132,6 +138,8 @@ class InfernoSettings:
     backoff_max: float = 300.0
     field_manager: str = FIELD_MANAGER
     write_concurrency: int = 16
+    prometheus: PrometheusSettings | None = None  # None: loads are what the Servers say
+    load_queries: LoadQueries = field(default_factory=LoadQueries)
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -193,6 +201,31 @@ _FLAGS: Final[dict[str, Flag]] = {
     "--inferno-timeout": Flag(
         "inferno_timeout", positive_float, DEFAULT_TIMEOUT, "seconds one request to a remote optimizer may take"
     ),
+    "--prometheus-url": Flag(
+        "prometheus_url", str, None, "Prometheus to measure targeted Servers' load from (e.g. "
+        "http://prometheus-operated.monitoring:9090); unset: loads are what the Servers say"
+    ),
+    "--prometheus-bearer-token-file": Flag(
+        "prometheus_bearer_token_file", str, None, "file whose content is sent as a bearer token, re-read on "
+        "every query (e.g. /var/run/secrets/kubernetes.io/serviceaccount/token)"
+    ),
+    "--prometheus-ca-file": Flag(
+        "prometheus_ca_file", str, None, "CA bundle that verifies an https Prometheus (default: the system's)"
+    ),
+    "--prometheus-timeout": Flag(
+        "prometheus_timeout", positive_float, PROMETHEUS_TIMEOUT, "seconds one Prometheus query may take"
+    ),
+    "--prometheus-window": Flag(
+        "prometheus_window", check_duration, DEFAULT_WINDOW, "range of the rate() in the load queries ($window)"
+    ),
+    "--prometheus-arrival-query": Flag(
+        "prometheus_arrival_query", str, DEFAULT_ARRIVAL_QUERY, "PromQL for a Server's arrival rate in requests "
+        "per minute; $namespace, $model, $server, $target and $window are filled in"
+    ),
+    "--prometheus-length-query": Flag(
+        "prometheus_length_query", str, DEFAULT_LENGTH_QUERY, "PromQL for a Server's generated tokens per "
+        "request; the same variables"
+    ),
 }
 
 
@@ -224,7 +257,27 @@ def inferno_settings_from_args(
     if namespaces is None:
         namespaces = tuple(getattr(args, "namespaces", ()) or ())
     remote = remote_settings_from_env(env, timeout=args.inferno_timeout) if args.inferno else None
-    return InfernoSettings(enabled=bool(args.inferno), namespaces=tuple(namespaces), remote=remote)
+    prometheus = None
+    try:
+        if args.prometheus_url:
+            prometheus = PrometheusSettings(
+                url=args.prometheus_url,
+                bearer_token_file=args.prometheus_bearer_token_file or None,
+                ca_file=args.prometheus_ca_file or None,
+                timeout=args.prometheus_timeout,
+            )
+        queries = LoadQueries(
+            arrival=args.prometheus_arrival_query, length=args.prometheus_length_query, window=args.prometheus_window
+        )
+    except ValueError as error:
+        raise InfernoSettingsError(str(error)) from None
+    return InfernoSettings(
+        enabled=bool(args.inferno),
+        namespaces=tuple(namespaces),
+        remote=remote,
+        prometheus=prometheus,
+        load_queries=queries,
+    )
 
 
 # --- running the optimizer -------------------------------------------------------------------------------
@@ -326,6 +379,18 @@ def spec_changed(event: EventType, old: Mapping[str, Any] | None, new: Mapping[s
     return bool(old_generation != new_generation)
 
 
+def optimizer_interval(optimizer: Mapping[str, Any]) -> float | None:
+    """`spec.interval` in seconds, or None when absent or unusable (the run reports an unusable one)."""
+    text = (optimizer.get("spec") or {}).get("interval")
+    if not isinstance(text, str):
+        return None
+    try:
+        nanos = parse_duration(text)
+    except DurationError:
+        return None
+    return nanos / 1e9 if nanos >= api.MIN_INTERVAL_NANOS else None
+
+
 def map_optimizer(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
     if new is None or not spec_changed(event, old, new):
         return []
@@ -381,6 +446,7 @@ class OptimizerReconciler:
         write_concurrency: int = 16,
         now: Callable[[], str] = rfc3339_now,
         clock: Callable[[], float] = time.monotonic,
+        loop: ClosedLoop | None = None,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -391,28 +457,67 @@ class OptimizerReconciler:
         self._write_concurrency = write_concurrency
         self._now = now
         self._clock = clock
+        self.loop = loop
+        # Runs of one namespace never overlap (two Optimizers there would measure and scale the same Servers).
+        self._namespace_locks: dict[str, asyncio.Lock] = {}
+        self._last_run: dict[ObjectKey, float] = {}  # this leader's clock; a new leader runs at once
+
+    def forget_optimizer(self, key: ObjectKey) -> None:
+        self._last_run.pop(key, None)
 
     async def reconcile(self, key: ObjectKey) -> Result:
         optimizer = self.informers[OPTIMIZER].get(key.namespace, key.name)
         if optimizer is None or (optimizer.get("metadata") or {}).get("deletionTimestamp"):
             return Result()
-        if not optimize_requested(optimizer):
+        interval = optimizer_interval(optimizer)
+        if optimize_requested(optimizer):
+            await self._run(key, optimizer, scheduled=False)
+            return Result() if interval is None else Result(requeue_after=self._until_next(key, interval))
+        if interval is None:
             if self.backend.mirrors:
                 await self._mirror(key, optimizer)
             return Result()
-        await self._run(key, optimizer)
-        return Result()
+        last = self._last_run.get(key)
+        if last is not None and self._clock() - last < interval:
+            return Result(requeue_after=interval - (self._clock() - last))
+        try:
+            await self._run(key, optimizer, scheduled=True)
+        except (ReconcileError, TerminalError) as error:
+            # Reported by the run (status, event, metric); the schedule goes on either way.
+            logger.info("inferno %s: scheduled run failed: %s", key, error)
+        return Result(requeue_after=self._until_next(key, interval))
+
+    def _until_next(self, key: ObjectKey, interval: float) -> float:
+        """Runs start every `interval` (counted from the last start, so a run's own time does not stretch the
+        period); a run longer than the interval is followed at once by the next, never overlapping it."""
+        last = self._last_run.get(key)
+        elapsed = 0.0 if last is None else self._clock() - last
+        return max(interval - elapsed, 0.001)
 
     # ------------------------------------------------------------------ one run
-    async def _run(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
+    async def _run(self, key: ObjectKey, optimizer: dict[str, Any], *, scheduled: bool) -> None:
+        lock = self._namespace_locks.setdefault(key.namespace, asyncio.Lock())
+        async with lock:
+            self._last_run[key] = self._clock()
+            await self._run_locked(key, optimizer, scheduled=scheduled)
+
+    async def _run_locked(self, key: ObjectKey, optimizer: dict[str, Any], *, scheduled: bool) -> None:
         started_at = self._now()
         started = self._clock()
+        measurements: dict[str, Measurement] = {}
+        stale: list[str] = []
         try:
+            if self.loop is not None:
+                measurements = await self.loop.measure(key.namespace)
             inputs = self._gather(key.namespace, optimizer)
             answer = await self.backend.run(inputs.system)
             if self.backend.mirrors:
                 await self._mark_active(inputs.objects)
-            await self._write_desired(inputs, answer)
+            written = await self._write_desired(inputs, answer)
+            if self.loop is not None:
+                stale = await self.loop.actuate(
+                    key.namespace, servers=inputs.servers, allocations=answer.allocations, measurements=measurements
+                )
         except RunFailure as failure:
             await self._report_failure(optimizer, failure)
             self.metrics.optimizations.labels("invalid" if failure.reason == REASON_INVALID else "error").inc()
@@ -429,6 +534,8 @@ class OptimizerReconciler:
         )
         if unallocated:
             message += f"; unallocated: {', '.join(unallocated)}"
+        if stale:
+            message += f"; load not measured (last load kept): {', '.join(stale)}"
         status = {
             "done": True,
             "conditions": self._conditions(optimizer, "True", REASON_SUCCEEDED, message),
@@ -438,16 +545,18 @@ class OptimizerReconciler:
             "unallocatedServers": unallocated,
         }
         stored = await self._write_status(optimizer, status, precondition=True)
-        await self.recorder.emit(optimizer, type="Normal", reason=EVENT_OPTIMIZED, message=message)
-        # Last: once optimize is false nothing re-runs, so everything above must already be in place.
-        stored = await self.client.patch(
-            OPTIMIZER,
-            key.namespace,
-            key.name,
-            {"metadata": {"resourceVersion": _resource_version(stored)}, "spec": {"optimize": False}},
-            field_manager=self.field_manager,
-        )
-        self.informers[OPTIMIZER].write_through(stored)
+        if not scheduled or written:  # a period that changed no decision posts no event
+            await self.recorder.emit(optimizer, type="Normal", reason=EVENT_OPTIMIZED, message=message)
+        if not scheduled:
+            # Last: once optimize is false nothing re-runs, so everything above must already be in place.
+            stored = await self.client.patch(
+                OPTIMIZER,
+                key.namespace,
+                key.name,
+                {"metadata": {"resourceVersion": _resource_version(stored)}, "spec": {"optimize": False}},
+                field_manager=self.field_manager,
+            )
+            self.informers[OPTIMIZER].write_through(stored)
         self.metrics.optimizations.labels("success").inc()
         self.metrics.duration.observe(duration)
         self.metrics.allocation_cost.labels(key.namespace, key.name).set(total_cost)
@@ -516,8 +625,9 @@ class OptimizerReconciler:
         return _Inputs(system=system, servers=raw_servers, objects=objects)
 
     # ------------------------------------------------------------------ writes
-    async def _write_desired(self, inputs: _Inputs, answer: Answer) -> None:
-        """desiredAlloc on every Server whose answer differs from what it holds; nothing else."""
+    async def _write_desired(self, inputs: _Inputs, answer: Answer) -> int:
+        """desiredAlloc on every Server whose answer differs from what it holds; nothing else. Returns how many
+        were written."""
         pending: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         for name, server in inputs.servers.items():
             allocation = answer.allocations.get(name)
@@ -537,6 +647,7 @@ class OptimizerReconciler:
                 raise result
         if failures:
             raise RunFailure(REASON_WRITE_FAILED, "; ".join(failures), retryable=True)
+        return len(pending)
 
     async def _write_one_desired(self, server: dict[str, Any], wanted: dict[str, Any]) -> None:
         meta = server.get("metadata") or {}
@@ -663,14 +774,29 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         backend = EmbeddedBackend()
     else:
         backend = RemoteBackend(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
+    recorder = EventRecorder(client, instance=manager.options.identity)
+    loop = ClosedLoop(
+        client=client,
+        servers=informers[SERVER],
+        server_kind=SERVER,
+        recorder=recorder,
+        metrics=metrics,
+        field_manager=settings.field_manager,
+        prometheus=None if settings.prometheus is None else PrometheusClient(settings.prometheus),
+        queries=settings.load_queries,
+        concurrency=settings.write_concurrency,
+        now=rfc3339_now,
+    )
+    manager.add_cleanup(loop.close)
     reconciler = OptimizerReconciler(
         client=client,
         informers=informers,
-        recorder=EventRecorder(client, instance=manager.options.identity),
+        recorder=recorder,
         backend=backend,
         metrics=metrics,
         field_manager=settings.field_manager,
         write_concurrency=settings.write_concurrency,
+        loop=loop,
     )
     controller = Controller(
         name=CONTROLLER_NAME,
@@ -685,10 +811,33 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         if event == "DELETED" and old is not None:
             key = ObjectKey.of(old)
             metrics.forget_optimizer(key.namespace, key.name)
+            reconciler.forget_optimizer(key)
+            if not informers[OPTIMIZER].objects(key.namespace):  # no run will publish this namespace again
+                metrics.publish_servers(key.namespace, set())
+
+    async def publish_while_leading() -> None:
+        """The per-Server series are the leader's decisions: a replica that stops leading withdraws them, so
+        KEDA or an HPA never reads a stale decision beside the new leader's."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            metrics.withdraw_servers()
+
+    manager.add_leader_task("inferno-decisions", publish_while_leading, needs=())
+
+    def forget_server(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if event == "DELETED" and old is not None:
+            key = ObjectKey.of(old)
+            loop.forget(key.namespace, key.name)
 
     informers[OPTIMIZER].add_handler(forget)
+    informers[SERVER].add_handler(forget_server)
     mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=backend.mirrors)
     for kind in INPUT_KINDS:
         controller.watch(informers[kind], mapper)
     manager.add_controller(controller)
-    logger.info("inferno controller registered (%s)", settings.mode)
+    logger.info(
+        "inferno controller registered (%s; load %s)",
+        settings.mode,
+        "as the Servers say" if settings.prometheus is None else f"from Prometheus at {settings.prometheus.url}",
+    )

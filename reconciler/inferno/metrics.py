@@ -54,6 +54,86 @@ class InfernoMetrics:
         )
         for result in RUN_RESULTS:
             self.optimizations.labels(result)
+        # Per Server (docs/inferno.md, "Closing the loop"). `namespace` is the Server's; a scrape that sets
+        # its own `namespace` (the chart's ServiceMonitors do) keeps ours as `exported_namespace`.
+        self.desired_replicas = Gauge(
+            "inferno_desired_replicas",
+            "Replicas the last run decided for each Server (desiredAlloc.numReplicas), with its target; "
+            "what KEDA or an HPA acts on",
+            ["namespace", "server", "target_kind", "target_name", "accelerator"],
+            registry=registry,
+        )
+        self.current_replicas = Gauge(
+            "inferno_current_replicas",
+            "Replicas a targeted Server's target reported at the last run (its scale status)",
+            ["namespace", "server", "target_kind", "target_name"],
+            registry=registry,
+        )
+        self.arrival_rate = Gauge(
+            "inferno_load_arrival_rate",
+            "Arrival rate each Server was sized for at the last run (requests per minute)",
+            ["namespace", "server"],
+            registry=registry,
+        )
+        self.avg_length = Gauge(
+            "inferno_load_avg_length",
+            "Average generated tokens per request each Server was sized for at the last run",
+            ["namespace", "server"],
+            registry=registry,
+        )
+        self.predicted_itl = Gauge(
+            "inferno_predicted_itl_seconds",
+            "Mean inter-token latency the optimiser predicts for each Server's decision",
+            ["namespace", "server"],
+            registry=registry,
+        )
+        self.unallocated = Gauge(
+            "inferno_server_unallocated",
+            "1 when the last run could not place the Server (no accelerator meets its SLOs, or no room)",
+            ["namespace", "server"],
+            registry=registry,
+        )
+        self.load_stale = Gauge(
+            "inferno_load_stale",
+            "1 when the last run could not measure a targeted Server's load and kept its last one",
+            ["namespace", "server"],
+            registry=registry,
+        )
+        self.load_failures = Counter(
+            "inferno_load_measurement_failures",
+            "Load measurements of targeted Servers that gave no number, by reason (unreachable, timeout, "
+            "error, no_data, not_a_number, bad_response, target)",
+            ["reason"],
+            registry=registry,
+        )
+        self.scale_blocked = Gauge(
+            "inferno_scale_blocked",
+            "1 when Scale actuation left a Server's target alone at the last run, by reason",
+            ["namespace", "server", "reason"],
+            registry=registry,
+        )
+        self.scale_changes = Counter(
+            "inferno_scale_changes",
+            "Changes of a target's replicas made by Scale actuation, by direction",
+            ["direction"],
+            registry=registry,
+        )
+        for direction in ("up", "down"):
+            self.scale_changes.labels(direction)
+        self._server_series: dict[str, set[tuple[Gauge, tuple[str, ...]]]] = {}
+
+    def publish_servers(self, namespace: str, series: set[tuple[Gauge, tuple[str, ...]]]) -> None:
+        """Replace the per-Server series of one namespace by those of its last run (a Server deleted, retargeted
+        or now allocated leaves no old series behind). The values were set by the caller."""
+        for gauge, labels in self._server_series.get(namespace, set()) - series:
+            with suppress(KeyError):
+                gauge.remove(*labels)
+        self._server_series[namespace] = series
+
+    def withdraw_servers(self) -> None:
+        """Drop every per-Server series (leadership lost)."""
+        for namespace in list(self._server_series):
+            self.publish_servers(namespace, set())
 
     def forget_optimizer(self, namespace: str, name: str) -> None:
         """Drop the series of a deleted Optimizer, so its last cost does not linger."""

@@ -12,23 +12,30 @@ One reconcile of `namespace/name`, reading everything from the informer caches:
    deleted, and for failures.
 Failures are retried with per-key exponential backoff; an invalid spec is not retried (a new generation
 triggers the next attempt).
+
+Child kinds follow what the cluster serves (served_children.py): children are rendered in the served
+autoscaling generation's shape, without the fields the served schemas would prune (reported once), and a
+ModelBooster that needs a kind the cluster does not serve is `Failed` with reason `KindNotServed` and nothing
+of it is written, until the CRD appears.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.modelbooster.cache import booster_transform, child_transform
 from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid
+from reconciler.modelbooster.served_children import ServedChildren
 from reconciler.modelbooster.settings import DynamicSettings
 from reconciler.modelbooster.status import (
     REASON_ABNORMAL,
     REASON_INVALID,
+    REASON_KIND_NOT_SERVED,
     REASON_LORA,
     REASON_NOT_OWNED,
     BackendState,
@@ -66,7 +73,9 @@ from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
+from reconciler.runtime.served import ServedResources
 from shared.api.modelbooster import ModelBooster
+from shared.autoscaling_generations import DEFAULT_GENERATION
 from shared.backend_shape import backend_objects
 from shared.constants import (
     CONDITION_ACTIVE,
@@ -147,7 +156,7 @@ class ModelBoosterReconciler:
         *,
         client: KubeClient,
         boosters: Informer,
-        children: dict[Kind, Informer],
+        children: Mapping[Kind, Informer],
         recorder: EventRecorder,
         settings: DynamicSettings,
         field_manager: str,
@@ -159,6 +168,8 @@ class ModelBoosterReconciler:
         self.client = client
         self.boosters = boosters
         self.children = children
+        # What the cluster serves; None: every child kind is served in our own CRDs' shape (unit tests).
+        self.served = children if isinstance(children, ServedChildren) else None
         self.recorder = recorder
         self.settings = settings
         self.field_manager = field_manager
@@ -175,6 +186,8 @@ class ModelBoosterReconciler:
         if meta.get("deletionTimestamp"):
             return Result()
         uid = str(meta.get("uid") or "")
+        if self.served is not None and not self.served.settled:
+            return Result()  # served kinds not all known yet: every ModelBooster is woken once they are
         try:
             typed = self.parse(booster)
             desired = self._synthesize(typed)
@@ -186,8 +199,15 @@ class ModelBoosterReconciler:
             )
             raise TerminalError(f"{key}: {error}") from None
 
+        if self.served is not None:
+            missing = self.served.missing(desired, autoscaled=bool(autoscaled_backends(typed)))
+            if missing:
+                await self._not_served(booster, key, missing)
+            desired, pruned = self.served.fit(uid, desired)
+            for message in pruned:
+                await self.recorder.emit(booster, type="Warning", reason="FieldNotServed", message=message)
         plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING],
-                              render=self._synthesize) if self.lora is not None else None  # fmt: skip
+                              render=self._render) if self.lora is not None else None  # fmt: skip
         if plan is not None:
             desired = plan.desired
         report = _Report()
@@ -201,6 +221,23 @@ class ModelBoosterReconciler:
         if not report.ok:
             raise ReconcileError("; ".join(report.not_owned + report.failures + report.lora_failures))
         return Result()
+
+    async def _not_served(self, booster: dict[str, Any], key: ObjectKey, missing: list[str]) -> None:
+        """Nothing of this ModelBooster is written; the CRD's appearance wakes it (no retry meanwhile)."""
+        message = "; ".join(missing)
+        outcome = Outcome(applied_all=False, failure=message, failure_reason=REASON_KIND_NOT_SERVED)
+        await asyncio.gather(
+            self._write_status(booster, outcome),
+            self.recorder.emit(booster, type="Warning", reason=REASON_KIND_NOT_SERVED, message=message),
+        )
+        raise TerminalError(f"{key}: {message}")
+
+    def _render(self, typed: ModelBooster) -> list[Desired]:
+        """Synthesis as written to this cluster: also without the fields its schemas would prune."""
+        desired = self._synthesize(typed)
+        if self.served is None:
+            return desired
+        return self.served.fit(str(typed.metadata.uid or ""), desired)[0]
 
     async def _finish_lora(
         self, booster: dict[str, Any], plan: LoraPlan, servings: dict[str, ChildOutcome], report: _Report
@@ -228,8 +265,9 @@ class ModelBoosterReconciler:
             raise InvalidSpec(f"{error}\n{remedy}") from None
 
     def _synthesize(self, typed: ModelBooster) -> list[Desired]:
+        generation = (self.served.generation if self.served is not None else None) or DEFAULT_GENERATION
         try:
-            objects = synthesize(typed, self.settings.current)
+            objects = synthesize(typed, self.settings.current, generation=generation)
         except SynthesisError as error:
             raise InvalidSpec(str(error)) from None
         autoscaled = autoscaled_backends(typed)
@@ -289,8 +327,8 @@ class ModelBoosterReconciler:
     async def _prune(self, booster: dict[str, Any], uid: str, desired: Sequence[Desired], report: _Report) -> None:
         wanted = {(child.kind, child.name) for child in desired}
         stale: list[tuple[Kind, dict[str, Any]]] = []
-        for kind in CHILD_KINDS:
-            for live in self.children[kind].by_index(UID_INDEX, uid):
+        for kind, informer in self.children.items():
+            for live in informer.by_index(UID_INDEX, uid):
                 name = str((live.get("metadata") or {}).get("name"))
                 if (kind, name) not in wanted and is_controlled_by(live, uid):
                     stale.append((kind, live))
@@ -318,10 +356,10 @@ class ModelBoosterReconciler:
         """One state per backend of the spec (names are required and unique: the CRD's list-map), in order."""
         meta = booster.get("metadata") or {}
         namespace, model = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        servings = self.children[MODEL_SERVING]
+        servings = self.children.get(MODEL_SERVING)
         states = []
         for backend in backend_names(booster):
-            serving = servings.get(namespace, backend_resource_name(model, backend))
+            serving = servings.get(namespace, backend_resource_name(model, backend)) if servings is not None else None
             if serving is not None and not is_controlled_by(serving, str(meta.get("uid"))):
                 serving = None
             states.append(
@@ -408,24 +446,27 @@ def setup_modelbooster_controller(
     recorder: EventRecorder,
     workers: int,
     field_manager: str,
+    served: ServedResources,
     lora: LoraUpdater | None = None,
     backoff_base: float = 0.005,
     backoff_max: float = 1000.0,
     retry_qps: float = 10.0,
     retry_burst: int = 100,
 ) -> tuple[Controller, ModelBoosterReconciler]:
-    """Register the ModelBooster controller and its informers with the manager."""
+    """Register the ModelBooster controller and its informers with the manager; the child kinds' informers run
+    while `served` says the cluster serves them."""
     boosters = manager.informer(MODEL_BOOSTER, namespaces=namespaces, transform=booster_transform)
-    children = {
-        kind: manager.informer(
+
+    def child_informer(kind: Kind) -> Informer:
+        return manager.new_informer(
             kind,
             namespaces=namespaces,
             label_selector=CHILD_SELECTOR,
             transform=child_transform(field_manager=field_manager),
             indexers={UID_INDEX: label_index(LABEL_MODEL_UID)},
         )
-        for kind in CHILD_KINDS
-    }
+
+    children = ServedChildren(manager, served, make=child_informer, kinds=CHILD_KINDS)
     reconciler = ModelBoosterReconciler(
         client=manager.client,
         boosters=boosters,
@@ -451,13 +492,21 @@ def setup_modelbooster_controller(
         if event == "DELETED" and old is not None:
             uid = str((old.get("metadata") or {}).get("uid") or "")
             recorder.forget(uid)
+            children.forget(uid)
             if lora is not None:
                 lora.forget(uid)
 
     boosters.add_handler(forget)
     owner_mapper = map_to_controller_owner(MODEL_BOOSTER)
-    for informer in children.values():
-        controller.watch(informer, owner_mapper)
+
+    def to_owner(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        for key in owner_mapper(event, old, new):
+            if key.name:
+                controller.enqueue(key)
+
+    children.add_handler(to_owner)
+    children.on_change(controller.enqueue_all)  # a kind appeared, went away or changed shape
+    controller.depends_on(served.informer)
     if lora is not None:
         controller.watch(lora.pods, _pod_mapper(lora))
     manager.add_controller(controller)

@@ -35,6 +35,7 @@ REASON_ABNORMAL = "ModelAbnormal"
 REASON_INVALID = "InvalidSpec"
 REASON_NOT_OWNED = "OwnershipConflict"
 REASON_LORA = "LoraUpdateFailed"
+REASON_KIND_NOT_SERVED = "KindNotServed"
 REASON_SUCCEEDED = "ReconcileSucceeded"
 MESSAGE_SUCCEEDED = "all children are applied"
 

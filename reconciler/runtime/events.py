@@ -111,7 +111,9 @@ class EventRecorder:
                 "apiVersion": involved.get("apiVersion"),
                 "kind": involved.get("kind"),
                 "name": meta.get("name"),
-                "namespace": namespace,
+                # A cluster-scoped object (a CRD) has none: its Events live in `default`, as kube-apiserver
+                # requires, and `kubectl describe` finds them by an empty involvedObject.namespace.
+                **({"namespace": namespace} if meta.get("namespace") else {}),
                 "uid": meta.get("uid"),
                 "resourceVersion": meta.get("resourceVersion"),
             },

@@ -9,6 +9,11 @@ Lifecycle of `run(stop)`:
 4. on `stop`: stop handing out work, let in-flight reconciles finish (bounded by `shutdown_timeout`), stop
    leading (which releases the Lease), stop the informers and close the client.
 
+Informers for kinds the cluster may not serve (a CRD installed later, or removed) are not registered up front:
+`start_informer(informer)` runs one while the process runs and `stop_informer(informer)` ends it
+(reconciler/runtime/served_kinds.py decides when, from reconciler/runtime/served.py). A running one counts for
+`/readyz` like the others; a stopped one no longer does, so nothing waits on a kind that is not served.
+
 Other duties that only the leader may perform register with `add_leader_task(name, factory, needs=...)`:
 `factory()` is called each time leadership starts (after the informers in `needs`, by default all of them, have
 synced), its task is cancelled when leadership ends, and it is restarted (after a short backoff) if it crashes.
@@ -59,6 +64,10 @@ class Manager:
         self._controllers: list[Controller] = []
         self._leader_tasks: list[tuple[str, LeaderTaskFactory, tuple[Informer, ...] | None]] = []
         self._informer_tasks: list[asyncio.Task[None]] = []
+        # Informers started and stopped while running (kinds that come and go with their CRD).
+        self._dynamic: dict[Informer, asyncio.Task[None]] = {}
+        # Coroutines that run beside the informers on every replica, leader or not, until shutdown.
+        self._background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._campaign: asyncio.Task[None] | None = None
         self._cleanups: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._stopping = False
@@ -91,21 +100,54 @@ class Manager:
         key = (kind, tuple(namespaces), label_selector, field_selector)
         informer = self._informers.get(key)
         if informer is None:
-            informer = Informer(
-                self.client,
+            informer = self.new_informer(
                 kind,
-                namespaces=namespaces or None,
+                namespaces=namespaces,
                 label_selector=label_selector,
                 field_selector=field_selector,
                 transform=transform,
                 indexers=indexers,
-                watch_timeout=self.options.watch_timeout,
-                read_timeout=self.options.watch_read_timeout,
-                metrics=self.metrics,
-                list_gate=self._list_gate,
             )
             self._informers[key] = informer
         return informer
+
+    def new_informer(
+        self,
+        kind: Kind,
+        *,
+        namespaces: Sequence[str] = (),
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = None,
+        indexers: dict[str, IndexFunc] | None = None,
+    ) -> Informer:
+        """An informer with the manager's settings that is not registered: run it with `start_informer`."""
+        return Informer(
+            self.client,
+            kind,
+            namespaces=namespaces or None,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            transform=transform,
+            indexers=indexers,
+            watch_timeout=self.options.watch_timeout,
+            read_timeout=self.options.watch_read_timeout,
+            metrics=self.metrics,
+            list_gate=self._list_gate,
+        )
+
+    def start_informer(self, informer: Informer) -> None:
+        """Run `informer` until `stop_informer` or shutdown (call while the manager runs)."""
+        if informer in self._dynamic or self._stopping:
+            return
+        self._dynamic[informer] = asyncio.create_task(informer.run(), name=f"informer-{informer.name}")
+
+    async def stop_informer(self, informer: Informer) -> None:
+        task = self._dynamic.pop(informer, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def add_controller(self, controller: Controller) -> None:
         self._controllers.append(controller)
@@ -113,6 +155,11 @@ class Manager:
     def add_cleanup(self, cleanup: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run `cleanup()` once the manager has stopped (close sessions and the like)."""
         self._cleanups.append(cleanup)
+
+    def add_background(self, factory: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run `factory()` beside the informers on every replica from start to shutdown (e.g. to act once a
+        cache has synced); it must not fail."""
+        self._background.append(factory)
 
     def add_leader_task(
         self, name: str, factory: LeaderTaskFactory, *, needs: Sequence[Informer] | None = None
@@ -123,7 +170,8 @@ class Manager:
 
     @property
     def informers(self) -> list[Informer]:
-        return list(self._informers.values())
+        """The registered informers and the running ones started with `start_informer`."""
+        return [*self._informers.values(), *self._dynamic]
 
     @property
     def controllers(self) -> list[Controller]:
@@ -137,22 +185,25 @@ class Manager:
         return self.elector.is_leader
 
     def caches_synced(self) -> bool:
-        return all(informer.has_synced for informer in self._informers.values())
+        return all(informer.has_synced for informer in self.informers)
 
     def ready(self) -> bool:
         return not self._stopping and self.caches_synced()
 
     def healthy(self) -> bool:
-        return not any(task.done() for task in self._informer_tasks) or self._stopping
+        tasks = [*self._informer_tasks, *self._dynamic.values()]
+        return not any(task.done() for task in tasks) or self._stopping
 
     async def wait_synced(self) -> None:
-        await asyncio.gather(*(informer.wait_synced() for informer in self._informers.values()))
+        await asyncio.gather(*(informer.wait_synced() for informer in self.informers))
 
     # ------------------------------------------------------------------ running
     async def run(self, stop: asyncio.Event) -> None:
         self._informer_tasks = [
-            asyncio.create_task(informer.run(), name=f"informer-{informer.name}") for informer in self.informers
+            asyncio.create_task(informer.run(), name=f"informer-{informer.name}")
+            for informer in self._informers.values()
         ]
+        background = [asyncio.create_task(factory()) for factory in self._background]
         if self.elector is not None:
             campaign = asyncio.create_task(self.elector.run(self._lead), name="leader-election")
         else:
@@ -162,6 +213,9 @@ class Manager:
             await stop.wait()
         finally:
             self._stopping = True
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             await self._shutdown(campaign)
 
     async def _lead_without_election(self) -> None:
@@ -191,7 +245,7 @@ class Manager:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _supervise(self, name: str, factory: LeaderTaskFactory, needs: tuple[Informer, ...] | None) -> None:
-        informers = self.informers if needs is None else needs
+        informers = list(self._informers.values()) if needs is None else needs
         await asyncio.gather(*(informer.wait_synced() for informer in informers))
         while True:
             try:
@@ -216,9 +270,11 @@ class Manager:
         campaign.cancel()  # stops leading; the elector releases the Lease
         with contextlib.suppress(asyncio.CancelledError):
             await campaign
-        for task in self._informer_tasks:
+        dynamic = list(self._dynamic.values())
+        self._dynamic.clear()
+        for task in [*self._informer_tasks, *dynamic]:
             task.cancel()
-        await asyncio.gather(*self._informer_tasks, return_exceptions=True)
+        await asyncio.gather(*self._informer_tasks, *dynamic, return_exceptions=True)
         for cleanup in self._cleanups:
             try:
                 await cleanup()

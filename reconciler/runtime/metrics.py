@@ -22,9 +22,11 @@ RECONCILE_BUCKETS = (
 )  # fmt: skip
 # workqueue histograms: ExponentialBuckets(1e-8, 10, 12).
 WORKQUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
-# Creation to Initialized, in whole seconds (both timestamps have second resolution): from the next second
-# on a quiet cluster to an hour for an object that was invalid or blocked for a while.
-INITIALIZED_BUCKETS = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+# Creation to Initialized, in whole seconds (both timestamps have second resolution): 0 on a quiet cluster
+# (Initialized within the second of creation), up to an hour for an object that was invalid or blocked for a
+# while. Buckets below 1 s keep the same-second ones apart from the next-second ones, so quantiles below 1 s
+# are not an artefact of a first bucket at 1 s.
+INITIALIZED_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 
 
 class Metrics:

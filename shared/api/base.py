@@ -14,9 +14,7 @@ def wire_form(model: BaseModel) -> dict[str, Any]:
     Calls the model's serializer directly: `model_dump`'s own argument handling costs as much again as
     serializing a small model, and synthesis dumps dozens per ModelBooster.
     """
-    wire: dict[str, Any] = model.__pydantic_serializer__.to_python(
-        model, mode="json", by_alias=True, exclude_none=True
-    )
+    wire: dict[str, Any] = model.__pydantic_serializer__.to_python(model, mode="json", by_alias=True, exclude_none=True)
     return wire
 
 

@@ -218,6 +218,17 @@ class ModelServingStatus(ApiModel):
     updated_replicas: Int32 | None = None
     available_replicas: Int32 | None = None
     conditions: list[Condition] | None = None
+    # The serving groups' pod selector, as Kthena v1.0 reports it: the scale subresource's labelSelectorPath.
+    label_selector: str | None = None
+
+
+# The scale subresource of the ModelServing CRD (Kthena v1.0 serves one), so HPA, KEDA and the Inferno
+# controller can read and set a backend's replicas through `/scale`.
+MODEL_SERVING_SCALE: dict[str, str] = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".status.labelSelector",
+}
 
 
 class ModelServing(ApiModel):

@@ -11,9 +11,12 @@ Where we validate instead of silently remapping (docs/design/inferno.md §2):
 - SLO targets, when given, must be > 0; an absent target means "no target" (the reference used 0 for that).
 - Accelerator costs must be > 0, rates and token counts >= 0, batch sizes and accelerator counts >= 1.
 
-Additive to the reference: `Optimizer.spec.data.optimizer.saturationPolicy` and `.delayedBestEffort` (the
-optimizer's own flags, which the reference controller could not pass), and the Optimizer status fields that
-record each run (conditions, time, duration, cost).
+Additive to the reference, every field optional so the reference controller's objects keep working:
+`Optimizer.spec.data.optimizer.saturationPolicy` and `.delayedBestEffort` (the optimizer's own flags, which
+the reference controller could not pass), the Optimizer status fields that record each run (conditions, time,
+duration, cost), `Optimizer.spec.interval` (runs on a schedule), and on the Server what closes the loop
+(docs/design/inferno.md §13): `targetRef` (the workload it stands for, whose replicas and load are measured),
+`actuation`, `minReplicas`/`maxReplicas`, `scaleDownStabilization`, and a status with conditions.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from shared.api.base import ApiModel, Condition, ObjectMeta, wire_form
+from shared.durations import GoDuration, parse_duration
 
 GROUP: Final = "inferno.platform.ai"
 VERSION: Final = "v1alpha1"
@@ -46,6 +50,17 @@ PLURAL_OPTIMIZERS: Final = "optimizers"
 HIGHEST_PRIORITY: Final = 1
 LOWEST_PRIORITY: Final = 100
 DEFAULT_PRIORITY: Final = LOWEST_PRIORITY
+
+# What the controller does with a targeted Server's decision: publish it on /metrics only (None, the default,
+# for KEDA or an HPA to act on), or also set the target's /scale (Scale).
+Actuation = Literal["None", "Scale"]
+ACTUATION_NONE: Final = "None"
+ACTUATION_SCALE: Final = "Scale"
+# HPA's default scale-down stabilisation window.
+DEFAULT_SCALE_DOWN_STABILIZATION: Final = "5m"
+# Runs never overlap, so a short period cannot pile runs up, but a zero one would run back to back. Periods
+# under Prometheus's scrape interval measure nothing new (docs/inferno.md).
+MIN_INTERVAL_NANOS: Final = 100_000_000
 
 SaturationPolicy = Literal["None", "PriorityExhaustive", "PriorityRoundRobin", "RoundRobin"]
 SATURATION_POLICIES: Final[tuple[SaturationPolicy, ...]] = (
@@ -198,6 +213,28 @@ class AllocationData(_Wire):
     load: ServerLoad | None = None
 
 
+class TargetRef(_Wire):
+    """The workload a Server stands for: a ModelServing (a ModelBooster backend's `<model>-<backend>`) or any
+    object with a `scale` subresource, in the Server's namespace."""
+
+    api_version: str | None = Field(
+        default=None,
+        alias="apiVersion",
+        max_length=316,  # a 253-character group, "/", a version
+        pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?$",
+        description="group/version of the target; default: that of the kind when known "
+        "(ModelServing, Deployment, StatefulSet, ReplicaSet)",
+    )
+    kind: str = Field(
+        max_length=63, pattern=r"^[A-Z][A-Za-z0-9]*$", description="kind of the target, e.g. ModelServing"
+    )
+    name: str = Field(
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="name of the target in the Server's namespace",
+    )
+
+
 class ServerSpec(_Wire):
     name: NonEmptyName = Field(description="server name; the key of the optimizer's solution")
     class_name: NonEmptyName = Field(alias="class", description="service class name")
@@ -208,6 +245,52 @@ class ServerSpec(_Wire):
     desired_alloc: AllocationData | None = Field(
         default=None, alias="desiredAlloc", description="written by the controller from the optimizer"
     )
+    target_ref: TargetRef | None = Field(
+        default=None,
+        alias="targetRef",
+        description="the workload this server stands for: each run reads its replicas (and, with Prometheus, "
+        "its load) into currentAlloc and publishes the decision for it",
+    )
+    actuation: Actuation | None = Field(
+        default=None,
+        description="None (default): publish the decision on /metrics only; Scale: also set the target's "
+        "/scale to desiredAlloc.numReplicas within the bounds",
+    )
+    min_replicas: int | None = Field(
+        default=None,
+        alias="minReplicas",
+        ge=0,
+        description="lowest replica count Scale sets on a target that is not a ModelBooster's (default 1)",
+    )
+    max_replicas: int | None = Field(
+        default=None,
+        alias="maxReplicas",
+        ge=1,
+        description="highest replica count Scale sets on a target that is not a ModelBooster's "
+        "(required there)",
+    )
+    scale_down_stabilization: GoDuration | None = Field(
+        default=None,
+        alias="scaleDownStabilization",
+        description="Scale lowers replicas only to the highest decision of this window (default 5m)",
+    )
+
+    @model_validator(mode="after")
+    def _bounds_in_order(self) -> ServerSpec:
+        if self.min_replicas is not None and self.max_replicas is not None and self.min_replicas > self.max_replicas:
+            raise ValueError(f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})")
+        if self.scale_down_stabilization is not None and parse_duration(self.scale_down_stabilization) < 0:
+            raise ValueError(f"scaleDownStabilization {self.scale_down_stabilization!r} must not be negative")
+        return self
+
+
+class ServerStatus(ActiveStatus):
+    conditions: list[Condition] | None = Field(
+        default=None, description="LoadMeasured and ScalingActive: what the last run measured and did"
+    )
+    last_scale_time: str | None = Field(
+        default=None, alias="lastScaleTime", description="RFC 3339 time the controller last changed the target"
+    )
 
 
 class Server(_Wire):
@@ -215,7 +298,7 @@ class Server(_Wire):
     kind: Literal["Server"] = KIND_SERVER
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: ServerSpec
-    status: ActiveStatus | None = None
+    status: ServerStatus | None = None
 
 
 # --- Capacity --------------------------------------------------------------------------------------------
@@ -266,6 +349,16 @@ class OptimizerData(_Wire):
 class OptimizerObjectSpec(_Wire):
     optimize: bool = Field(description="set to true to request one optimisation run")
     data: OptimizerData
+    interval: GoDuration | None = Field(
+        default=None,
+        description="also run every interval (e.g. 60s), measuring targeted Servers first; at least 100ms",
+    )
+
+    @model_validator(mode="after")
+    def _interval_is_sane(self) -> OptimizerObjectSpec:
+        if self.interval is not None and parse_duration(self.interval) < MIN_INTERVAL_NANOS:
+            raise ValueError(f"interval {self.interval!r} is shorter than 100ms")
+        return self
 
 
 class OptimizerStatus(_Wire):

@@ -1,5 +1,6 @@
-"""ModelBooster (`workload.serving.volcano.sh/v1alpha1`): the multi-backend API of Kthena v0.1.0, and the
-single-backend `spec.backend` of Kthena v1.0 in the same version (docs/design/api.md §8).
+"""ModelBooster (`workload.serving.volcano.sh/v1alpha1`): the multi-backend API of Kthena v0.1.0, and in the same
+version the single-backend `spec.backend` of Kthena v0.2-v0.4 (`minReplicas`/`maxReplicas`, model-level
+autoscaling) and of Kthena v1.0 (`replicas`) (docs/design/api.md §8).
 
 Field shapes are the reference's, with the additions docs/design/api.md §2 adopts from the newer line
 (`obs://` and `ms://` model URIs, worker tolerations, backend runtimeClassName). The four features that
@@ -17,6 +18,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
@@ -55,7 +57,7 @@ DEFAULT_WORKER_PODS = 1
 DEFAULT_TOLERANCE_PERCENT = 10
 # Kthena v1.0 leaves an unset scheduler out of the ModelServing, whose CRD then defaults it to Volcano; we write
 # the ModelServing's schedulerName always (v0.1.0's child contract, "" for the cluster's default scheduler), so
-# a single backend defaults to what it ran under Kthena v1.0 (docs/design/api.md §8).
+# a single backend (Kthena v0.2 and later) defaults to what it ran under Kthena (docs/design/api.md §8).
 DEFAULT_SINGLE_BACKEND_SCHEDULER = "volcano"
 # Defaults that apply only with model-level autoscaling (the CRD cannot express the condition).
 DEFAULT_SCALE_TO_ZERO_GRACE_PERIOD = "30s"
@@ -192,8 +194,10 @@ class _Scaling(ApiModel):  # v0.1.0 only
     scale_to_zero_grace_period: GoDuration | None = None
 
 
-class _FixedReplicas(ApiModel):  # v1.0 only
-    replicas: Replicas
+class _ReplicaChoice(ApiModel):  # spec.backend only: Kthena v1.0's count, or Kthena v0.2-v0.4's range
+    replicas: Replicas | None = None
+    min_replicas: Replicas | None = None
+    max_replicas: Annotated[int, Field(ge=1, le=MAX_REPLICAS, json_schema_extra=_INT32), JsonInteger()] | None = None
 
 
 class _Workers(ApiModel):
@@ -222,18 +226,39 @@ class ModelBackend(_Placement, _Adapters, _Workers, _Scaling, _Source):
     model_config = ConfigDict(json_schema_extra=_BACKEND_RULES)
 
 
-class SingleBackend(_Placement, _Workers, _FixedReplicas, _Source):
-    """One backend, as Kthena v1.0 writes it (fixed replicas, no autoscaling); set backend or backends."""
+class SingleBackend(_Placement, _Workers, _ReplicaChoice, _Source):
+    """One backend: replicas (Kthena v1.0) or minReplicas and maxReplicas (Kthena v0.2-v0.4); set backend or backends"""
 
-    model_config = ConfigDict(json_schema_extra=_BACKEND_RULES)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                *backend_shape.single_backend_cel_rules(),
+                *_BACKEND_RULES["x-kubernetes-validations"],
+            ]
+        }
+    )
 
     scheduler_name: str | None = Field(default=None, json_schema_extra=_default(DEFAULT_SINGLE_BACKEND_SCHEDULER))
 
-    def as_backend(self) -> ModelBackend:
-        """The internal form: a backend whose replica range is `replicas` exactly, which without autoscaling
-        is what it runs. Built without validation: the range may be 0..0, which `spec.backends` cannot say."""
-        shared = {name: getattr(self, name) for name in type(self).model_fields if name != "replicas"}
-        return ModelBackend.model_construct(**shared, min_replicas=self.replicas, max_replicas=self.replicas)
+    def as_backend(self, policy: AutoscalingPolicySpec | None) -> ModelBackend:
+        """The internal form. With `replicas` (Kthena v1.0), a backend whose replica range is `replicas` exactly,
+        which without autoscaling is what it runs, and no policy. With `minReplicas`/`maxReplicas` (Kthena
+        v0.2-v0.4), that range, scaled by the model's `policy` as the backend's own (Kthena v0.4.0 names its
+        autoscaling objects after the backend). Built without validation: the range may be 0..0, which
+        `spec.backends` cannot say."""
+        shared = {name: getattr(self, name) for name in _SHARED_BACKEND_FIELDS}
+        if self.replicas is not None:
+            low = high = self.replicas
+            policy = None  # refused beside `replicas` (backend_shape.autoscaling_errors); read without it
+        else:
+            low, high = self.min_replicas or 0, self.max_replicas or 0
+        return ModelBackend.model_construct(**shared, min_replicas=low, max_replicas=high, autoscaling_policy=policy)
+
+
+# The fields a single backend passes on to its internal form as they are (all but its replica fields).
+_SHARED_BACKEND_FIELDS: Final = tuple(
+    name for name in SingleBackend.model_fields if name not in _ReplicaChoice.model_fields
+)
 
 
 def _wire_names(model: type[ApiModel]) -> frozenset[str]:
@@ -249,6 +274,10 @@ def _spec_rules() -> dict[str, Any]:
     rules = cel_rules(SPEC_UNSUPPORTED)
     rules["x-kubernetes-validations"] = [*backend_shape.cel_rules(), *rules["x-kubernetes-validations"]]
     return rules
+
+
+# Which of (replicas, minReplicas, maxReplicas) a well-formed single backend sets: the count, or the range.
+_ONE_REPLICA_FORM: Final = frozenset({(True, False, False), (False, True, True)})
 
 
 class _NullNamesNoShape:
@@ -267,7 +296,9 @@ class _NullNamesNoShape:
 class ModelBoosterSpec(ApiModel):
     # Exactly one of `backend` and `backends` is given (shared/backend_shape.py). Once decoded, `backends`
     # holds every backend whichever was given: the single backend in its internal form (`as_backend`), so
-    # validation and synthesis read one list. `backend` tells which shape the user wrote.
+    # validation and synthesis read one list. `backend` tells which shape the user wrote. With a single
+    # backend, `autoscaling_policy` (Kthena v0.2-v0.4's, model-level on the wire) is read as that backend's own
+    # and is None here: model-level autoscaling is Kthena v0.1.0's optimizer over a list of backends.
 
     model_config = ConfigDict(json_schema_extra=_spec_rules())
 
@@ -287,18 +318,33 @@ class ModelBoosterSpec(ApiModel):
     @model_validator(mode="after")
     def _one_list_of_backends(self) -> Self:
         # `backends: null` decodes as None (`_NullNamesNoShape`), and is replaced here whichever way this goes.
-        if (self.backend is None) == (not self.backends):
-            raise ValueError(backend_shape.SHAPE_DETAIL)
+        if self.backend is None and not self.backends:
+            raise ValueError(backend_shape.NEITHER_DETAIL)
+        if self.backend is not None and self.backends:
+            raise ValueError(f"spec.backends {backend_shape.BOTH_DETAIL}")
         if self.backend is not None:
-            self.backends = [self.backend.as_backend()]
+            # Validation reports a wrong replica form first, at its field (shared/backend_shape.py); this keeps a
+            # model decoded without validation from holding a backend with no replica count.
+            single = self.backend
+            given = (single.replicas is not None, single.min_replicas is not None, single.max_replicas is not None)
+            if given not in _ONE_REPLICA_FORM:
+                (problem, *_) = backend_shape.replica_form_errors(*given)
+                raise ValueError(f"{problem.path}: {problem.detail}")
+            self.backends = [single.as_backend(self.autoscaling_policy)]
+            self.autoscaling_policy = None
         return self
 
     @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Serialized in the shape the user wrote: the internal list never replaces a single backend."""
+    def _as_written(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """Serialized in the shape the user wrote: the internal list never replaces a single backend, and the
+        one backend's policy is written back under `spec` (a policy refused beside `replicas` is not kept)."""
         data: dict[str, Any] = handler(self)
         if self.backend is not None:
             data.pop("backends", None)
+            policy = self.backends[0].autoscaling_policy if self.backends else None
+            if policy is not None:
+                key = backend_shape.AUTOSCALING_FIELD if info.by_alias is not False else "autoscaling_policy"
+                data[key] = policy.model_dump(mode=info.mode, by_alias=info.by_alias, exclude_none=info.exclude_none)
         return data
 
     def route_model_name(self, model: str) -> str:

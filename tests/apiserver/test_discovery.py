@@ -14,6 +14,7 @@ from kubernetes.client import ApiException
 
 from tests.apiserver.helpers import message_of
 from tests.apiserver.widgets import GROUP, WIDGET_CRD
+from tests.fakeapi.discovery import storage_version_hash
 from tests.fakeapi.server import FakeApiServer
 
 
@@ -163,3 +164,68 @@ def test_kubectl_get_and_apply(kubeconfig_file: Path, fake_apiserver: FakeApiSer
         check=False,
     )
     assert server_side.returncode == 0, server_side.stderr
+
+
+def _widget_crd_with_scale() -> dict[str, Any]:
+    crd: dict[str, Any] = json.loads(json.dumps(WIDGET_CRD))
+    for version in crd["spec"]["versions"]:
+        if version["name"] == "v1":
+            version.setdefault("subresources", {})["scale"] = {
+                "specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas",
+            }
+    return crd
+
+
+def test_custom_resources_are_listed_as_kube_apiservers_discovery_controller_lists_them(
+    kube_client: Any, fake_apiserver: FakeApiServer
+) -> None:
+    fake_apiserver.register_crd(_widget_crd_with_scale())
+    listed = get(kube_client, f"/apis/{GROUP}/v1")["resources"]
+    assert [(r["name"], r["kind"], r["verbs"]) for r in listed] == [
+        ("widgets", "Widget", ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]),
+        ("widgets/scale", "Scale", ["get", "patch", "update"]),
+        ("widgets/status", "Widget", ["get", "patch", "update"]),
+    ]
+    scale = listed[1]
+    assert (scale["group"], scale["version"]) == ("autoscaling", "v1")
+    # The hash kube-apiserver's discovery shows for pods (v1) and Deployments (apps/v1), by the same function.
+    assert storage_version_hash("", "v1", "Pod") == "xPOwRZ+Yhw8="
+    assert storage_version_hash("apps", "v1", "Deployment") == "8aSe+NMegvE="
+    assert listed[0]["storageVersionHash"] == storage_version_hash(GROUP, "v1", "Widget")
+    # A version without a scale subresource lists none.
+    assert [r["name"] for r in get(kube_client, f"/apis/{GROUP}/v1beta1")["resources"]] == ["widgets", "widgets/status"]
+
+
+def test_custom_resources_leave_discovery_with_their_crd_and_lose_write_verbs_while_it_terminates(
+    kube_client: Any, fake_apiserver: FakeApiServer
+) -> None:
+    """A CRD whose deletion waits on an instance's finalizer is Terminating: its resource is still listed, for
+    reading and deleting only, and creates are refused; once the last instance is gone, the group and the
+    resource are gone from discovery and their paths answer 404."""
+    fake_apiserver.register_crd(json.loads(json.dumps(WIDGET_CRD)))
+    custom: Any = client.CustomObjectsApi(kube_client)
+    held = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "held", "finalizers": ["x/y"]},
+            "spec": {"size": "small"}}  # fmt: skip
+    custom.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", held)
+    extensions: Any = client.ApiextensionsV1Api(kube_client)
+    extensions.delete_custom_resource_definition(WIDGET_CRD["metadata"]["name"])
+    fake_apiserver.settle()
+
+    listed = get(kube_client, f"/apis/{GROUP}/v1")["resources"]
+    assert listed[0]["verbs"] == ["delete", "deletecollection", "get", "list", "watch"]
+    with pytest.raises(ApiException) as refused:
+        custom.create_namespaced_custom_object(GROUP, "v1", "default", "widgets", {**held, "metadata": {"name": "new"}})
+    assert refused.value.status == 405
+    assert message_of(refused.value) == "create not allowed while custom resource definition is terminating"
+    assert [
+        i["metadata"]["name"] for i in custom.list_namespaced_custom_object(GROUP, "v1", "default", "widgets")["items"]
+    ] == ["held"]
+
+    custom.patch_namespaced_custom_object(GROUP, "v1", "default", "widgets", "held", {"metadata": {"finalizers": None}})
+    fake_apiserver.settle()
+    assert GROUP not in {g["name"] for g in get(kube_client, "/apis")["groups"]}
+    for path in (f"/apis/{GROUP}", f"/apis/{GROUP}/v1", f"/apis/{GROUP}/v1/namespaces/default/widgets"):
+        response = kube_client.call_api(*kube_client.param_serialize("GET", path))
+        response.read()
+        assert response.status == 404, path

@@ -79,14 +79,19 @@ def test_the_valid_examples_are_accepted(served: Any, fake_apiserver: FakeApiSer
         # The backend-shape rules are the CRD's own too (docs/design/api.md §8).
         (
             "both-backend-shapes.yaml",
-            "spec: Required value: exactly one of spec.backend (one backend, as Kthena v1.0 writes it) or "
-            "spec.backends (a list of backends), not both",
+            "spec.backends: Forbidden: may not be set together with spec.backend: keep spec.backend for one backend, "
+            "or spec.backends for a list of backends, and remove the other",
         ),
         (
             "single-backend-autoscaling.yaml",
-            "spec.autoscalingPolicy: Forbidden: a single spec.backend has no autoscaling: it runs "
-            "spec.backend.replicas replicas; to autoscale, move the backend into spec.backends and give it "
-            "minReplicas and maxReplicas",
+            "spec.autoscalingPolicy: Forbidden: a spec.backend with replicas (Kthena v1.0) has no autoscaling: it "
+            "runs spec.backend.replicas replicas; to autoscale it, replace replicas with minReplicas and maxReplicas "
+            "(as Kthena v0.2-v0.4 write it)",
+        ),
+        (
+            "backend-replicas-and-range.yaml",
+            "spec.backend.replicas: Forbidden: may not be set together with minReplicas or maxReplicas: replicas is "
+            "Kthena v1.0's fixed count, minReplicas and maxReplicas are Kthena v0.2-v0.4's range; keep one",
         ),
     ],
 )
@@ -103,7 +108,7 @@ def test_neither_shape_is_refused_by_the_crd(served: Any) -> None:
     del body["spec"]["backend"]
     with pytest.raises(ApiException) as caught:
         served.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", body)
-    assert "spec: Required value: exactly one of spec.backend" in message_of(caught.value)
+    assert "spec: Required value: must specify one of spec.backend" in message_of(caught.value)
 
 
 def without_rules(node: Any) -> Any:
@@ -172,6 +177,54 @@ def test_a_modelbooster_kept_from_kthena_can_be_relabelled_given_a_status_and_de
     )
     fake_apiserver.settle()
     assert fake_apiserver.get(f"{GROUP}/v1alpha1", "modelboosters", "legacy", "default") is None
+
+
+def kthena_v04_with_behavior() -> dict[str, Any]:
+    """A ModelBooster as Kthena v0.4.0 stored it: one `spec.backend` with a range, a model-level policy with a
+    `behavior` (which we do not support)."""
+    body = load(ROOT / "examples" / "single-backend-autoscaling-kthena-v04.yaml")
+    body["metadata"] = {"name": "legacy-v04", "namespace": "default"}
+    body["spec"]["autoscalingPolicy"]["behavior"] = {"scaleDown": {"stabilizationWindow": "5m"}}
+    return body
+
+
+@pytest.fixture
+def kept_from_kthena_v04(kube_client: Any) -> Any:
+    """A Kthena v0.2-v0.4 ModelBooster stored under a rule-less CRD that ours then replaced."""
+    extensions: Any = client.ApiextensionsV1Api(kube_client)
+    definition = modelbooster_crd()
+    kthena = copy.deepcopy(definition)
+    kthena["spec"] = without_rules(kthena["spec"])
+    created = extensions.create_custom_resource_definition(kthena)
+    api: Any = client.CustomObjectsApi(kube_client)
+    api.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", kthena_v04_with_behavior())
+    definition["metadata"]["resourceVersion"] = created.metadata.resource_version
+    extensions.replace_custom_resource_definition(definition["metadata"]["name"], definition)
+    return api
+
+
+def test_a_kthena_v04_modelbooster_stays_manageable_under_our_crd(
+    kept_from_kthena_v04: Any, fake_apiserver: FakeApiServer
+) -> None:
+    """Its shape is ours to serve, and its unsupported `behavior` is carried over by the presence rule."""
+    api = kept_from_kthena_v04
+    relabelled = api.patch_namespaced_custom_object(
+        GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04", {"metadata": {"labels": {"team": "a"}}}
+    )
+    assert relabelled["metadata"]["labels"] == {"team": "a"}
+    assert (relabelled["spec"]["backend"]["minReplicas"], relabelled["spec"]["backend"]["maxReplicas"]) == (1, 4)
+    condition = {"type": "Failed", "status": "True", "reason": "InvalidSpec", "message": "x"}
+    status = {"conditions": [{**condition, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    api.patch_namespaced_custom_object_status(
+        GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04", {"status": status}
+    )
+    widened = api.patch_namespaced_custom_object(
+        GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04", {"spec": {"backend": {"maxReplicas": 6}}}
+    )
+    assert widened["metadata"]["generation"] == 2
+    api.delete_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", "legacy-v04")
+    fake_apiserver.settle()
+    assert fake_apiserver.get(f"{GROUP}/v1alpha1", "modelboosters", "legacy-v04", "default") is None
 
 
 def test_kept_features_may_be_edited_or_dropped_but_a_new_backend_may_not_bring_them(kept_from_kthena: Any) -> None:

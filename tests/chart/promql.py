@@ -14,17 +14,21 @@ from tests.chart.render import REPO_ROOT
 from tests.e2e.documented import section, table_rows
 
 DOC: Final = REPO_ROOT / "docs" / "chart.md"
-METRIC_TABLES: Final = ("Webhook metrics", "Reconciler metrics")
+METRIC_TABLES: Final = ("Webhook metrics", "Reconciler metrics", "vLLM metrics Inferno reads")
 # Labels a Prometheus scrape through the chart's ServiceMonitors adds to every series.
 TARGET_LABELS: Final = frozenset({"namespace", "job", "instance", "pod", "service", "container", "endpoint"})
 HISTOGRAM_SERIES: Final = ("_bucket", "_count", "_sum")
-_BACKTICKED: Final = re.compile(r"`([a-zA-Z_][a-zA-Z0-9_]*)`")
+_BACKTICKED: Final = re.compile(r"`([a-zA-Z_:][a-zA-Z0-9_:]*)`")  # recording-rule style names (vllm:...) too
 
 
 @dataclass(frozen=True)
 class DocumentedMetric:
     type: str
     labels: frozenset[str]
+
+
+# Series Prometheus itself records for every scrape target (not exported by the processes).
+SCRAPE_SERIES: Final = {"up": DocumentedMetric("gauge", frozenset())}
 
 
 def documented_metrics() -> dict[str, DocumentedMetric]:
@@ -86,6 +90,7 @@ def family(name: str, documented: dict[str, DocumentedMetric]) -> str | None:
 def problems(expr: str, documented: dict[str, DocumentedMetric]) -> list[str]:
     """Why `expr` reads something the processes do not export (empty when it reads only documented series)."""
     found = uses(expr)
+    documented = {**SCRAPE_SERIES, **documented}
     errors = []
     allowed_grouping = set(TARGET_LABELS)
     for name, matched in found.selectors:

@@ -21,6 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "charts" / "modelbooster"
 CHILD_CRDS_DIR = CHART_DIR / "charts" / "child-crds" / "crds"
 MAIN_CRDS_DIR = CHART_DIR / "crds"
+INFERNO_CRDS_DIR = CHART_DIR / "charts" / "inferno-crds" / "crds"
 RELEASE = "mb"
 NAMESPACE = "modelbooster-system"
 

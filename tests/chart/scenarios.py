@@ -28,6 +28,22 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "webhook-tuned": {"webhook": {"failurePolicy": "Ignore", "timeoutSeconds": 12, "tlsMinVersion": "1.3"}},
     "namespaces": {"reconciler": {"watchNamespaces": ["team-a", "team-b"]}},
     "high-availability": {"webhook": {"replicas": 3}, "reconciler": {"replicas": 2}},
+    "network-policy": {
+        "networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "172.16.0.0/28"}}]},
+    },
+    "no-inferno": {"inferno": {"enabled": False}},
+    "extra-volumes-and-annotations": {
+        "webhook": {
+            "extraVolumes": [{"name": "corp-ca", "configMap": {"name": "corp-ca"}}],
+            "extraVolumeMounts": [{"name": "corp-ca", "mountPath": "/etc/corp-ca", "readOnly": True}],
+            "service": {"annotations": {"example.com/mesh": "off"}},
+        },
+        "reconciler": {
+            "extraVolumes": [{"name": "kubeconfig", "secret": {"secretName": "remote-kubeconfig"}}],
+            "extraVolumeMounts": [{"name": "kubeconfig", "mountPath": "/etc/kube", "readOnly": True}],
+        },
+        "metrics": {"service": {"annotations": {"prometheus.io/scrape": "true"}}},
+    },
     "existing-service-accounts": {
         "serviceAccount": {"create": False, "webhookName": "wh-sa", "reconcilerName": "rc-sa"},
     },
@@ -43,5 +59,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "webhook": {"failurePolicy": "Ignore", "timeoutSeconds": 3},
         "image": {"digest": "sha256:" + "ab" * 32},
         "logging": {"level": "debug", "format": "text"},
+        "networkPolicy": {"enabled": True},
+        "inferno": {"enabled": False},
     },
 }

@@ -40,6 +40,10 @@ RECONCILER_ALERTS = {
     "ModelBoosterReconcileErrors",
     "ModelBoosterWorkQueueBacklog",
     "ModelBoostersFailed",
+    "ModelBoosterCRDOutdated",
+    "InfernoServerUnallocated",
+    "InfernoTargetBelowDesired",
+    "InfernoLoadNotMeasured",
 }
 RULES_ON = {"metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}}
 
@@ -116,7 +120,7 @@ def test_promtool_accepts_every_rule(rendered_scenarios: dict[str, Rendered], sc
     _write_rules(_rule(rendered_scenarios[scenario]), tmp_path)
     result = promtool.run("check", "rules", "rules.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 8 rules found" in result.stdout
+    assert f"SUCCESS: {len(WEBHOOK_ALERTS | RECONCILER_ALERTS)} rules found" in result.stdout
 
 
 def test_promtool_unit_tests_fire_and_resolve_every_alert(tmp_path: Path) -> None:
@@ -191,6 +195,10 @@ def test_alert_labels_severity_and_runbook_urls(rendered_scenarios: dict[str, Re
         "ModelBoosterReconcileErrors": "warning",
         "ModelBoosterWorkQueueBacklog": "warning",
         "ModelBoostersFailed": "warning",
+        "ModelBoosterCRDOutdated": "warning",
+        "InfernoServerUnallocated": "warning",
+        "InfernoTargetBelowDesired": "warning",
+        "InfernoLoadNotMeasured": "warning",
     }
     assert all("runbook_url" not in alert["annotations"] for alert in default.values())
     tuned = _alerts(_rule(rendered_scenarios["everything"]))
@@ -221,7 +229,7 @@ def test_alerts_select_the_series_of_this_release_only() -> None:
 
 def test_without_the_webhook_only_the_reconciler_alerts() -> None:
     rule = _rule(render({**RULES_ON, "webhook": {"enabled": False}}))
-    assert [group["name"] for group in rule["spec"]["groups"]] == ["modelbooster-reconciler"]
+    assert [group["name"] for group in rule["spec"]["groups"]] == ["modelbooster-reconciler", "modelbooster-inferno"]
     assert set(_alerts(rule)) == RECONCILER_ALERTS
 
 

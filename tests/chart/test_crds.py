@@ -14,11 +14,14 @@ import pytest
 import yaml
 
 from modelbooster.cli import main as modelbooster_main
-from tests.chart.render import CHILD_CRDS_DIR, MAIN_CRDS_DIR, Rendered
+from tests.chart.kubectl_errors import kubectl_prints
+from tests.chart.render import CHILD_CRDS_DIR, INFERNO_CRDS_DIR, MAIN_CRDS_DIR, Rendered
+from tests.webhook.reviews import review
+from webhook.admission import validate
 
 # Written from docs/design/api.md §1, §5, §7 and docs/design/inferno.md §2.
-OUR_CRDS = {
-    "modelboosters.workload.serving.volcano.sh",
+MODELBOOSTER_CRDS = {"modelboosters.workload.serving.volcano.sh"}
+INFERNO_CRDS = {
     "accelerators.inferno.platform.ai",
     "models.inferno.platform.ai",
     "serviceclasses.inferno.platform.ai",
@@ -26,6 +29,7 @@ OUR_CRDS = {
     "capacities.inferno.platform.ai",
     "optimizers.inferno.platform.ai",
 }
+OUR_CRDS = MODELBOOSTER_CRDS | INFERNO_CRDS
 CHILD_CRDS = {
     "modelservings.workload.serving.volcano.sh",
     "autoscalingpolicies.workload.serving.volcano.sh",
@@ -49,27 +53,31 @@ def test_chart_crds_equal_the_modelbooster_crds_command(capsys: pytest.CaptureFi
     # here: what a user gets from the command is what the chart installs.
     assert modelbooster_main(["crds"]) == 0
     printed = [doc for doc in yaml.load_all(capsys.readouterr().out, Loader=yaml.CSafeLoader) if doc]
-    in_chart = _files(MAIN_CRDS_DIR) + _files(CHILD_CRDS_DIR)
+    in_chart = _files(MAIN_CRDS_DIR) + _files(CHILD_CRDS_DIR) + _files(INFERNO_CRDS_DIR)
     by_name = {crd["metadata"]["name"]: crd for crd in in_chart}
     assert len(by_name) == len(in_chart)
     assert {crd["metadata"]["name"]: crd for crd in printed} == by_name
 
 
-def test_child_crds_live_in_the_subchart_and_ours_in_the_chart() -> None:
-    assert _names(_files(MAIN_CRDS_DIR)) == OUR_CRDS
+def test_child_and_inferno_crds_live_in_subcharts_and_ours_in_the_chart() -> None:
+    assert _names(_files(MAIN_CRDS_DIR)) == MODELBOOSTER_CRDS
     assert _names(_files(CHILD_CRDS_DIR)) == CHILD_CRDS
+    assert _names(_files(INFERNO_CRDS_DIR)) == INFERNO_CRDS
 
 
 def test_install_creates_every_crd_by_default(defaults: Rendered) -> None:
     assert _names(defaults.crds) == OUR_CRDS | CHILD_CRDS
 
 
-@pytest.mark.parametrize("scenario", ["no-child-crds", "everything"])
-def test_install_child_crds_false_skips_exactly_the_child_crds(
-    rendered_scenarios: dict[str, Rendered], scenario: str
-) -> None:
-    assert _names(rendered_scenarios[scenario].crds) == OUR_CRDS
-    assert "crds.installChildCRDs=false" in rendered_scenarios[scenario].notes
+def test_install_child_crds_false_skips_exactly_the_child_crds(rendered_scenarios: dict[str, Rendered]) -> None:
+    assert _names(rendered_scenarios["no-child-crds"].crds) == OUR_CRDS
+    assert "crds.installChildCRDs=false" in rendered_scenarios["no-child-crds"].notes
+
+
+def test_inferno_disabled_skips_exactly_the_inferno_crds(rendered_scenarios: dict[str, Rendered]) -> None:
+    assert _names(rendered_scenarios["no-inferno"].crds) == MODELBOOSTER_CRDS | CHILD_CRDS
+    assert _names(rendered_scenarios["everything"].crds) == MODELBOOSTER_CRDS
+    assert "crds.installChildCRDs=false" in rendered_scenarios["everything"].notes
 
 
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
@@ -133,3 +141,15 @@ def test_notes_example_is_refused_by_admission_with_the_message_notes_promise(
     promised = 'spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated'
     assert promised in message
     assert promised in defaults.notes
+
+
+def test_notes_promise_what_kubectl_prints_for_the_webhooks_denial(defaults: Rendered) -> None:
+    example = _notes_example(defaults.notes)
+    request = review(operation="CREATE", obj=example, dry_run=True)["request"]
+    response = validate(request)
+    assert response["allowed"] is False
+    printed = kubectl_prints(response["status"])
+    assert printed.startswith('The ModelBooster "check-webhook" is invalid: spec.backends[0].type: Invalid value')
+    assert f"Expected: kubectl prints\n     {printed}\n" in defaults.notes
+    # What kubectl does not print: the Status message kube-apiserver prefixes with the webhook's name.
+    assert "denied the request" not in defaults.notes

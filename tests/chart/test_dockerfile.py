@@ -133,9 +133,7 @@ def test_no_parser_directive_makes_the_builder_fetch_a_frontend() -> None:
     # `# syntax=...` makes BuildKit pull a frontend image from a registry before it reads the file; nothing
     # here needs a newer syntax than the builder's own.
     assert "syntax" not in parser_directives()
-    assert parser_directives("# syntax=docker/dockerfile:1\n# One image\nFROM x\n") == {
-        "syntax": "docker/dockerfile:1"
-    }
+    assert parser_directives("# syntax=docker/dockerfile:1\n# One image\nFROM x\n") == {"syntax": "docker/dockerfile:1"}
 
 
 def test_the_virtualenv_gets_no_installer_so_nothing_is_uninstalled() -> None:

@@ -9,22 +9,14 @@ started, so no request is made.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from modelbooster.cli import build_parser
-from reconciler.assembly import build
-from reconciler.certduty.duty import register_cert_duty
-from reconciler.certduty.settings import cert_settings_from_args
-from reconciler.inferno.controller import inferno_settings_from_args, register_inferno
-from reconciler.main import settings_from_args
-from reconciler.runtime.client import KubeClient
-from reconciler.runtime.metrics import Metrics
-from tests.chart.render import NAMESPACE, REPO_ROOT, Rendered, container_args, render, selector_matches
+from tests.chart.registries import reconciler_registry
+from tests.chart.render import NAMESPACE, REPO_ROOT, Rendered, render, selector_matches
 from tests.e2e.documented import section, table_metric_names
 from webhook.metrics import WebhookMetrics
 
@@ -44,6 +36,8 @@ INFERNO_METRICS = {
     "inferno_optimization_duration_seconds",
     "inferno_desired_alloc_writes_total",
     "inferno_remote_requests_total",
+    "inferno_load_measurement_failures_total",
+    "inferno_scale_changes_total",
 }
 
 
@@ -125,30 +119,13 @@ def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-async def _reconciler_registry(rendered: Rendered) -> CollectorRegistry:
-    """The registry of a reconciler started with the rendered arguments, assembled like reconciler/main.py."""
-    command_line = container_args(rendered.deployment("reconciler"), "reconciler")
-    args: argparse.Namespace = build_parser().parse_args(command_line)
-    environ = {"POD_NAMESPACE": NAMESPACE, "POD_NAME": "reconciler-0"}
-    settings = settings_from_args(args, environ=environ)
-    metrics = Metrics()
-    client = KubeClient.for_url("http://127.0.0.1:9", metrics=metrics)  # never called: nothing is started
-    try:
-        process = build(settings, client, metrics)
-        register_cert_duty(process.manager, client, cert_settings_from_args(args, environ=environ))
-        register_inferno(process.manager, client, inferno_settings_from_args(args, environ=environ))
-    finally:
-        await client.close()
-    return metrics.registry
-
-
 def test_docs_list_exactly_the_webhook_metrics() -> None:
     assert _documented("Webhook metrics") == _exported(WebhookMetrics().registry)
 
 
 @pytest.mark.usefixtures("_no_settings_from_the_environment")
 async def test_docs_list_exactly_the_reconciler_metrics(defaults: Rendered) -> None:
-    exported = _exported(await _reconciler_registry(defaults))
+    exported = _exported(await reconciler_registry(defaults))
     # Teeth: the assembly above really includes what the duties register later than Metrics().
     assert CERT_DUTY_METRICS | INFERNO_METRICS | {"modelbooster_boosters"} <= exported
     assert _documented("Reconciler metrics") == exported
@@ -156,7 +133,7 @@ async def test_docs_list_exactly_the_reconciler_metrics(defaults: Rendered) -> N
 
 @pytest.mark.usefixtures("_no_settings_from_the_environment")
 async def test_reconciler_docs_agree_with_the_exported_types(defaults: Rendered) -> None:
-    types = _types(await _reconciler_registry(defaults))
+    types = _types(await reconciler_registry(defaults))
     for document, heading in (("chart.md", "Reconciler metrics"), ("reconciler.md", "Metrics")):
         documented = table_metric_names(section((DOCS / document).read_text(), heading))
         assert set(documented) == set(types) - {n for n in types if n.startswith(("process_", "python_"))}, document
@@ -168,6 +145,6 @@ async def test_reconciler_docs_agree_with_the_exported_types(defaults: Rendered)
 async def test_without_the_duties_their_metrics_are_not_exported(rendered_scenarios: dict[str, Rendered]) -> None:
     """cert-manager mode turns the certificate duty off (--no-cert-duty): the docs say those metrics are for
     the default mode only."""
-    exported = _exported(await _reconciler_registry(rendered_scenarios["cert-manager"]))
+    exported = _exported(await reconciler_registry(rendered_scenarios["cert-manager"]))
     assert not exported & CERT_DUTY_METRICS
     assert exported >= INFERNO_METRICS

@@ -29,10 +29,12 @@ NETWORKING = "networking.serving.volcano.sh"
 INFERNO = "inferno.platform.ai"
 # Children: informers list/watch, create, read back after AlreadyExists, server-side apply (patch), delete.
 CHILD_WRITES = ("get", "list", "watch", "create", "patch", "delete")
+SCALED_APPS = ("deployments", "statefulsets", "replicasets")
 
 
 def _workload_grants(namespace: str | None) -> set[Grant]:
-    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("list", "watch")}
+    # get: Inferno's Scale actuation reads the ModelBooster that owns a targeted ModelServing.
+    grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("get", "list", "watch")}
     grants.add(Grant(WORKLOAD, "modelboosters/status", "patch", namespace))
     for group, resources in (
         (WORKLOAD, ("modelservings", "autoscalingpolicies", "autoscalingpolicybindings")),
@@ -47,6 +49,9 @@ def _workload_grants(namespace: str | None) -> set[Grant]:
         grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("list", "watch", "patch")}
     for resource in ("optimizers", "accelerators", "models", "serviceclasses", "servers", "capacities"):
         grants.add(Grant(INFERNO, f"{resource}/status", "patch", namespace))
+    # Scale actuation: the target kinds' /scale, read and set (docs/design/inferno.md §13).
+    for group, resource in ((WORKLOAD, "modelservings"), *(("apps", r) for r in SCALED_APPS)):
+        grants |= {Grant(group, f"{resource}/scale", verb, namespace) for verb in ("get", "patch")}
     return grants
 
 
@@ -68,15 +73,20 @@ def _ca_injection_grants() -> set[Grant]:
     grants: set[Grant] = set()
     for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
         grants |= {Grant("admissionregistration.k8s.io", resource, verb, None) for verb in ("get", "list", "watch")}
-        grants |= {
-            Grant("admissionregistration.k8s.io", resource, "update", None, frozenset({P}))
-        }
+        grants |= {Grant("admissionregistration.k8s.io", resource, "update", None, frozenset({P}))}
     return grants
+
+
+def _crd_grants() -> set[Grant]:
+    """What the cluster serves is read from the CRDs (reconciler/runtime/served.py): one list+watch."""
+    return {Grant("apiextensions.k8s.io", "customresourcedefinitions", verb, None) for verb in ("list", "watch")}
 
 
 def test_default_reconciler_grants(defaults: Rendered) -> None:
     grants = grants_for_service_account(defaults.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
-    expected = _workload_grants(None) | _release_namespace_grants(self_signed=True) | _ca_injection_grants()
+    expected = (
+        _workload_grants(None) | _release_namespace_grants(self_signed=True) | _ca_injection_grants() | _crd_grants()
+    )
     assert set(grants) == expected
 
 
@@ -85,7 +95,7 @@ def test_cert_manager_mode_grants_no_secrets_and_no_webhook_configurations(
 ) -> None:
     rendered = rendered_scenarios["cert-manager"]
     grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
-    assert set(grants) == _workload_grants(None) | _release_namespace_grants(self_signed=False)
+    assert set(grants) == _workload_grants(None) | _release_namespace_grants(self_signed=False) | _crd_grants()
 
 
 def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
@@ -98,6 +108,7 @@ def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
         | _workload_grants("team-b")
         | _release_namespace_grants(self_signed=True)
         | _ca_injection_grants()
+        | _crd_grants()
     )
     assert set(grants) == expected
 

@@ -7,6 +7,7 @@ from typing import Any
 import helm_python as helm
 import kubernetes_validate
 import pytest
+import yaml
 from kubernetes_validate.utils import SchemaNotFoundError
 
 from tests.chart.render import CHART_DIR, NAMESPACE, Rendered, render
@@ -41,8 +42,13 @@ DEFAULT_INVENTORY = {
     ("ConfigMap", f"{P}-reconciler"),
     ("ClusterRole", f"{P}-reconciler"),
     ("ClusterRoleBinding", f"{P}-reconciler"),
+    # Every mode: the served CRDs (which child kinds exist, and whether they are outdated) are read cluster-wide.
+    ("ClusterRole", f"{P}-reconciler-crds"),
+    ("ClusterRoleBinding", f"{P}-reconciler-crds"),
     ("ClusterRole", f"{P}-reconciler-webhook-ca"),
     ("ClusterRoleBinding", f"{P}-reconciler-webhook-ca"),
+    ("ClusterRole", f"{P}-reconciler-crds"),
+    ("ClusterRoleBinding", f"{P}-reconciler-crds"),
     ("Role", f"{P}-reconciler"),
     ("RoleBinding", f"{P}-reconciler"),
 }
@@ -182,7 +188,8 @@ def test_names_fit_kubernetes_limits_with_a_long_release_name() -> None:
 
 def test_image_reference(rendered_scenarios: dict[str, Rendered]) -> None:
     default_image = rendered_scenarios["defaults"].deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]
-    assert default_image["image"] == "ghcr.io/modelbooster/modelbooster:0.1.0"  # appVersion when no tag is set
+    app_version = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())["appVersion"]
+    assert default_image["image"] == f"ghcr.io/modelbooster/modelbooster:{app_version}"  # no tag set
     pinned = rendered_scenarios["everything"].deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]
     assert pinned["image"] == "ghcr.io/modelbooster/modelbooster@sha256:" + "ab" * 32
 

@@ -54,7 +54,7 @@ def test_every_schema_property_exists_in_values(values_table: ModuleType, values
     # A documented key is one value (a Kubernetes object such as `resources` may have optional fields).
     documented = {row.key for row in values_table.rows(values_text)}
     # Keys Helm adds itself: `global`, and one entry per subchart.
-    helm_keys = {"global", "child-crds"}
+    helm_keys = {"global", "child-crds", "inferno-crds"}
 
     def walk(schema: dict[str, Any], node: Any, path: str) -> None:
         for key, child in schema.get("properties", {}).items():

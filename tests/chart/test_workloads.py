@@ -176,3 +176,11 @@ def test_user_pod_settings_are_applied(defaults: Rendered) -> None:
     assert {"name": "INFERNO_HOST", "value": "inferno.ml.svc"} in pod["spec"]["containers"][0]["env"]
     # The selector is untouched by extra pod labels, so upgrades that add labels do not orphan pods.
     assert deployment["spec"]["selector"] == defaults.deployment("reconciler")["spec"]["selector"]
+
+
+def test_child_crds_are_judged_only_when_the_chart_installs_them(rendered_scenarios: dict[str, Rendered]) -> None:
+    judged = container_args(rendered_scenarios["defaults"].deployment("reconciler"), "reconciler")
+    assert "--no-check-child-crds" not in judged
+    for scenario in ("no-child-crds", "everything"):
+        args = container_args(rendered_scenarios[scenario].deployment("reconciler"), "reconciler")
+        assert "--no-check-child-crds" in args, scenario

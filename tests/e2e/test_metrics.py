@@ -22,6 +22,22 @@ EVENT_ONLY: dict[str, str] = {
     "modelbooster_watch_restarts_total": "a watch is re-opened only after its 300 s timeout or a fault",
     "inferno_remote_requests_total": "only a remote optimizer (INFERNO_HOST) is called; e2e runs the embedded one",
     "inferno_allocation_cost": "set by an Inferno optimisation run, which the e2e round trip does not ask for",
+    "modelbooster_fields_not_served_total": "counted when a served child CRD lacks a field we write; e2e installs ours",
+    **{
+        name: "per Server, set by an Inferno run, which the e2e round trip does not ask for"
+        for name in (
+            "inferno_desired_replicas",
+            "inferno_load_arrival_rate",
+            "inferno_load_avg_length",
+            "inferno_predicted_itl_seconds",
+            "inferno_server_unallocated",
+        )
+    },
+    **{
+        name: "per targeted Server (targetRef); the e2e Servers target nothing"
+        for name in ("inferno_current_replicas", "inferno_load_stale", "inferno_scale_blocked")
+    },
+    "inferno_load_measurement_failures_total": "counted by reason only when a measurement fails",
 }
 
 

@@ -65,9 +65,25 @@ INFERNO_PLURALS = {
 # grant that becomes used (or a new unused one) forces this list to be revisited.
 INFERNO_STATEFUL_ONLY = "only a remote optimizer in stateful mode (INFERNO_STATELESS=false) marks mirrored " \
     "objects active in their status; the chart's default, used here, is the embedded optimizer"  # fmt: skip
+INFERNO_SCALE_ONLY = "only Inferno's Scale actuation of a Server with a targetRef reads a target's owner and " \
+    "sets /scale; the example Servers target nothing (tests/reconciler/test_inferno_loop.py checks that its " \
+    "requests are all granted)"  # fmt: skip
 ALLOWED_UNUSED: dict[Grant, str] = {
-    Grant(INFERNO, f"{resource}/status", "patch", None): INFERNO_STATEFUL_ONLY
-    for resource in ("accelerators", "models", "serviceclasses", "capacities", "servers")
+    **{
+        Grant(INFERNO, f"{resource}/status", "patch", None): INFERNO_STATEFUL_ONLY
+        for resource in ("accelerators", "models", "serviceclasses", "capacities", "servers")
+    },
+    Grant(WORKLOAD, "modelboosters", "get", None): INFERNO_SCALE_ONLY,
+    **{
+        Grant(group, f"{resource}/scale", verb, None): INFERNO_SCALE_ONLY
+        for group, resource in (
+            (WORKLOAD, "modelservings"),
+            ("apps", "deployments"),
+            ("apps", "statefulsets"),
+            ("apps", "replicasets"),
+        )
+        for verb in ("get", "patch")
+    },
 }
 
 

@@ -66,6 +66,26 @@ DEFAULTS: dict[str, dict[tuple[str | int, ...], Any]] = {
         ("backend", "routeWeight"): None,
         ("backends",): None,
     },
+    "single-backend-kthena-v04.yaml": {
+        # Kthena v0.2-v0.4's shape: the range kept as written, no route weight, the scheduler defaulted.
+        ("backend", "minReplicas"): 2,
+        ("backend", "maxReplicas"): 2,
+        ("backend", "schedulerName"): "volcano",
+        ("backend", "replicas"): None,
+        ("backends",): None,
+    },
+    "single-backend-autoscaling-kthena-v04.yaml": {
+        # The model-level policy scales the one backend: its own default only, none of the optimizer's.
+        ("autoscalingPolicy", "tolerancePercent"): 20,
+        ("costExpansionRatePercent",): None,
+        ("backend", "scaleToZeroGracePeriod"): None,
+        ("backend", "maxReplicas"): 4,
+    },
+    "pd-single-backend-kthena-v04.yaml": {
+        ("autoscalingPolicy", "tolerancePercent"): 10,
+        ("backend", "workers", 1, "type"): "decode",
+        ("costExpansionRatePercent",): None,
+    },
     "pd-disaggregation-nixl.yaml": {
         ("backends", 0, "routeWeight"): 100,
         ("backends", 0, "workers", 0, "replicas"): 2,

@@ -184,7 +184,7 @@ def wait_gone(cluster: Session, kind: tuple[str, str], namespace: str, name: str
 
 
 def backends_of(booster: Obj) -> list[Obj]:
-    """The backends of either shape: Kthena v1.0's one `spec.backend`, or the list `spec.backends`."""
+    """The backends of any shape: the one `spec.backend` (Kthena v0.2 and later), or the list `spec.backends`."""
     spec = booster["spec"]
     return [spec["backend"]] if "backend" in spec else list(spec["backends"])
 
@@ -192,11 +192,14 @@ def backends_of(booster: Obj) -> list[Obj]:
 def children_names(booster: Obj) -> dict[tuple[str, str], set[str]]:
     """The children a ModelBooster must have, named by rule: ModelServing and ModelServer `<model>-<backend>`
     per backend, one ModelRoute `<model>`, AutoscalingPolicy + Binding `<model>` for model-level autoscaling
-    or `<model>-<backend>` for each backend with its own policy."""
+    over `spec.backends`, or `<model>-<backend>` for each backend with its own policy (a single `spec.backend`'s
+    policy is the model-level one, as in Kthena v0.2-v0.4)."""
     model = booster["metadata"]["name"]
     spec = booster["spec"]
     per_backend = {f"{model}-{backend['name']}" for backend in backends_of(booster)}
-    if spec.get("autoscalingPolicy"):
+    if spec.get("autoscalingPolicy") and spec.get("backend"):
+        scaled = per_backend
+    elif spec.get("autoscalingPolicy"):
         scaled = {model}
     else:
         scaled = {f"{model}-{b['name']}" for b in backends_of(booster) if b.get("autoscalingPolicy")}

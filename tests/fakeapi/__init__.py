@@ -10,7 +10,7 @@ when ready; serves until SIGINT/SIGTERM).
 Modules: `app` (routing, query options, watch streams), `rest` (create/update/patch/apply/delete in
 kube-apiserver's order), `store` (objects, the resourceVersion counter), `watch` (history, watchers),
 `schema` + `cel` (custom resource pruning, defaulting, validation), `fieldpath` + `managed` (managed fields,
-server-side apply), `patch`, `selectors`, `meta` (ObjectMeta rules), `builtin` + `crds` (kinds),
+server-side apply), `patch`, `selectors`, `meta` (ObjectMeta rules), `builtin` + `stored_kinds` + `crds` (kinds),
 `admission` (webhooks), `controllers` (garbage collector, namespace and CRD finalizers), `faults`,
 `reqlog`, `discovery`, `errors` (Status bodies and field errors), `server` (running it), `tls`, `main`.
 
@@ -22,7 +22,10 @@ What it emulates (pinned by tests/apiserver/):
   `POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions` (all served versions, conversion
   `None`); core `namespaces`, `configmaps`, `secrets`, `pods`, `events`; `events.k8s.io/v1` events (same
   objects as core events, fields renamed); `coordination.k8s.io/v1` leases; admissionregistration/v1
-  mutating and validating webhook configurations.
+  mutating and validating webhook configurations; stored without behaviour (`stored_kinds`, what `helm
+  install` of the chart writes): service accounts, services, deployments, pod disruption budgets, network
+  policies and the RBAC kinds. CRDs are stored as kube-apiserver stores them: the empty schema pieces Go's
+  `omitempty` drops are dropped, and `.spec.versions` is one atomic list for server-side apply.
 - Status codes and Status bodies as kube-apiserver words them: 201 on create, NotFound, AlreadyExists,
   Conflict, Invalid (422 with `details.causes`), BadRequest, Expired (410), MethodNotAllowed,
   UnsupportedMediaType, InternalError; warnings as `Warning: 299 - "..."` headers.

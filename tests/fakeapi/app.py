@@ -12,7 +12,7 @@ from typing import Any, Final
 import yaml
 from aiohttp import web
 
-from tests.fakeapi import discovery
+from tests.fakeapi import discovery, scale
 from tests.fakeapi import errors as e
 from tests.fakeapi.admission import AdmissionSettings
 from tests.fakeapi.builtin import builtin_resources
@@ -142,7 +142,9 @@ def _route(api: FakeApi, segments: list[str]) -> Target | Obj:
     subresource = rest[2] if len(rest) > 2 else ""
     if res.namespaced and name and not namespace:
         raise unknown()
-    if subresource and not (subresource == "status" and res.has_status(version)):
+    if subresource and not (
+        (subresource == "status" and res.has_status(version)) or (subresource == "scale" and res.scale(version))
+    ):
         raise e.not_found_path()
     return Target(res, version, namespace, name, subresource, watch_path)
 
@@ -356,6 +358,10 @@ async def _dispatch_request(
 ) -> web.StreamResponse:
     registry = api.registry
     query = request.query
+    if target.subresource == "scale":
+        raw = await request.read() if verb == "patch" else b""
+        code, scale_obj = await scale.serve(registry, req, verb, body=body, raw=raw, content_type=request.content_type)
+        return _json_response(scale_obj, status=code, warnings=req.warnings)
     if verb == "watch":
         return await _serve_watch(api, request, req)
     if verb == "get":

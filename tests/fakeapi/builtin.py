@@ -579,6 +579,7 @@ class MutatingWebhookConfigurationStrategy(WebhookConfigurationStrategy):
 
 def builtin_resources() -> list[ResourceInfo]:
     from tests.fakeapi.crds import CrdStrategy
+    from tests.fakeapi.stored_kinds import stored_resources
 
     meta_only = {"type": "object", "x-fake-partial": True}
     webhook_item = _partial({"rules": {"type": "array", "x-kubernetes-list-type": "atomic"}})
@@ -726,13 +727,14 @@ def builtin_resources() -> list[ResourceInfo]:
                 {
                     "spec": _partial(
                         {
-                            "versions": _keyed_list(
-                                "name", _partial({"schema": {"type": "object", "x-kubernetes-map-type": "atomic"}})
-                            )
+                            # Atomic, as kube-apiserver's OpenAPI says: a second field manager applying a
+                            # different list conflicts on `.spec.versions` as a whole.
+                            "versions": {"type": "array", "x-kubernetes-list-type": "atomic"}
                         }
                     ),
                     "status": _partial({"conditions": _keyed_list("type")}),
                 }
             ),
         ),
+        *stored_resources(),
     ]

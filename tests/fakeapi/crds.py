@@ -14,6 +14,63 @@ Obj = dict[str, Any]
 
 CLEANUP_FINALIZER: Final = "customresourcecleanup.apiextensions.k8s.io"
 
+# kube-apiserver decodes a CRD into Go structs whose `omitempty` fields vanish when empty, so what it stores
+# (and serves back) lacks them (seen on v1.36: `properties: {}`, `required: []`, `description: ""`,
+# `nullable: false`, `x-kubernetes-validations: []`, a printer column's `priority: 0`, ...).
+_SCHEMA_OMITEMPTY: Final = frozenset(
+    {
+        "id", "$schema", "$ref", "description", "type", "format", "title", "pattern", "required", "enum",
+        "allOf", "oneOf", "anyOf", "properties", "patternProperties", "dependencies", "definitions",
+        "x-kubernetes-list-map-keys", "x-kubernetes-validations",
+    }
+)  # fmt: skip
+_SCHEMA_OMITFALSE: Final = frozenset(
+    {
+        "exclusiveMaximum", "exclusiveMinimum", "uniqueItems", "nullable", "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+    }
+)  # fmt: skip
+_COLUMN_OMITEMPTY: Final = frozenset({"format", "description", "priority"})
+
+
+def _omit_empty(node: Any) -> Any:
+    """A JSONSchemaProps as the API server stores it."""
+    if not isinstance(node, dict):
+        return node
+    result: Obj = {}
+    for key, raw in node.items():
+        if key in _SCHEMA_OMITEMPTY and raw in ({}, [], ""):
+            continue
+        if key in _SCHEMA_OMITFALSE and raw is False:
+            continue
+        value = raw
+        if key in ("properties", "patternProperties", "definitions") and isinstance(raw, dict):
+            value = {name: _omit_empty(child) for name, child in raw.items()}
+        elif key in ("items", "additionalProperties", "not") and isinstance(raw, dict):
+            value = _omit_empty(raw)
+        elif key in ("allOf", "oneOf", "anyOf") and isinstance(raw, list):
+            value = [_omit_empty(option) for option in raw]
+        result[key] = value
+    return result
+
+
+def normalise_versions(spec: Obj) -> None:
+    """Drop from every version what kube-apiserver would not store (see `_SCHEMA_OMITEMPTY`)."""
+    for version in spec.get("versions") or []:
+        if not isinstance(version, dict):
+            continue
+        holder = version.get("schema")
+        if isinstance(holder, dict) and isinstance(holder.get("openAPIV3Schema"), dict):
+            holder["openAPIV3Schema"] = _omit_empty(holder["openAPIV3Schema"])
+        columns = version.get("additionalPrinterColumns")
+        if isinstance(columns, list):
+            version["additionalPrinterColumns"] = [
+                {k: v for k, v in column.items() if not (k in _COLUMN_OMITEMPTY and v in ("", 0))}
+                if isinstance(column, dict)
+                else column
+                for column in columns
+            ]
+
 
 class CrdStrategy(Strategy):
     tracks_generation = True
@@ -22,6 +79,7 @@ class CrdStrategy(Strategy):
     def prepare_for_create(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
         spec.setdefault("conversion", {"strategy": "None"})
+        normalise_versions(spec)
         names = spec.get("names") or {}
         if isinstance(names, dict):
             names.setdefault("singular", str(names.get("kind", "")).lower())
@@ -35,6 +93,7 @@ class CrdStrategy(Strategy):
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         spec = new.setdefault("spec", {})
         spec.setdefault("conversion", {"strategy": "None"})
+        normalise_versions(spec)
         names = spec.get("names") or {}
         if isinstance(names, dict):
             names.setdefault("singular", str(names.get("kind", "")).lower())
@@ -170,7 +229,8 @@ def resource_from_crd(crd: Obj) -> ResourceInfo:
     for version in spec["versions"]:
         if version.get("served") is False:
             continue
-        has_status = "status" in (version.get("subresources") or {})
+        subresources = version.get("subresources") or {}
+        has_status = "status" in subresources
         if has_status:
             status_versions.add(version["name"])
         versions[version["name"]] = VersionInfo(
@@ -179,6 +239,7 @@ def resource_from_crd(crd: Obj) -> ResourceInfo:
             status_subresource=has_status,
             printer_columns=deep_copy(version.get("additionalPrinterColumns") or []),
             storage=bool(version.get("storage")),
+            scale=deep_copy((version.get("subresources") or {}).get("scale")),
         )
     return ResourceInfo(
         group=spec["group"],

@@ -1,7 +1,15 @@
-"""Discovery documents (`/api`, `/apis`, `/apis/<group>[/<version>]`, `/version`) for what is served."""
+"""Discovery documents (`/api`, `/apis`, `/apis/<group>[/<version>]`, `/version`) for what is served.
+
+Resources of a CRD appear as kube-apiserver's discovery controller lists them (apiextensions-apiserver): each
+served version of the CRD, with its verbs in that controller's order, fewer verbs (no create, update, patch)
+while the CRD is being deleted, a `<plural>/status` entry for a status subresource and a `<plural>/scale` entry
+(`autoscaling/v1` Scale) for a scale subresource, and a `storageVersionHash`. They disappear with the CRD.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from typing import Any, Final
 
@@ -10,6 +18,9 @@ from tests.fakeapi.resources import ResourceInfo
 Obj = dict[str, Any]
 
 VERBS: Final = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+CUSTOM_VERBS: Final = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+TERMINATING_VERBS: Final = ["delete", "deletecollection", "get", "list", "watch"]
+SUBRESOURCE_VERBS: Final = ["get", "patch", "update"]
 SERVER_VERSION: Final[Obj] = {
     "major": "1",
     "minor": "32",
@@ -69,6 +80,17 @@ def api_group(resources: list[ResourceInfo], group: str) -> Obj | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
 
 
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """kube-apiserver's hash of the storage version: the first 8 bytes of sha256("group/version/kind"), base64."""
+    return base64.b64encode(hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()[:8]).decode()
+
+
+def _verbs(res: ResourceInfo) -> list[str]:
+    if not res.custom:
+        return VERBS
+    return TERMINATING_VERBS if res.terminating else CUSTOM_VERBS
+
+
 def api_resource_list(resources: list[ResourceInfo], group: str, version: str) -> Obj | None:
     chosen = [r for r in resources if r.group == group and version in r.versions]
     if not chosen:
@@ -80,12 +102,14 @@ def api_resource_list(resources: list[ResourceInfo], group: str, version: str) -
             "singularName": res.singular,
             "namespaced": res.namespaced,
             "kind": res.kind,
-            "verbs": VERBS,
+            "verbs": _verbs(res),
         }
         if res.short_names:
             entry["shortNames"] = res.short_names
         if res.categories:
             entry["categories"] = res.categories
+        if res.custom:
+            entry["storageVersionHash"] = storage_version_hash(res.group, res.storage_version, res.kind)
         entries.append(entry)
         if res.has_status(version):
             entries.append(
@@ -94,8 +118,21 @@ def api_resource_list(resources: list[ResourceInfo], group: str, version: str) -
                     "singularName": "",
                     "namespaced": res.namespaced,
                     "kind": res.kind,
-                    "verbs": ["get", "patch", "update"],
+                    "verbs": SUBRESOURCE_VERBS,
                 }
             )
+        if res.scale(version) is not None:
+            entries.append(
+                {
+                    "name": f"{res.plural}/scale",
+                    "singularName": "",
+                    "namespaced": res.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": SUBRESOURCE_VERBS,
+                }
+            )
+    entries.sort(key=lambda entry: str(entry["name"]))  # as kube-apiserver's discovery controller sorts them
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries}

@@ -103,6 +103,7 @@ class VersionInfo:
     status_subresource: bool = False
     printer_columns: list[Obj] = field(default_factory=list)
     storage: bool = True
+    scale: Obj | None = None  # a CRD version's `subresources.scale` (specReplicasPath, ...)
 
 
 @dataclass
@@ -123,6 +124,8 @@ class ResourceInfo:
     type_schema: Obj | None = None
     # The CRD that registered this resource (uid), for cleanup when the CRD goes away.
     crd_uid: str = ""
+    # Its CRD is being deleted: still served for reading and deleting, no longer for creating.
+    terminating: bool = False
 
     @property
     def list_kind(self) -> str:
@@ -154,6 +157,9 @@ class ResourceInfo:
 
     def has_status(self, version: str) -> bool:
         return self.versions[version].status_subresource
+
+    def scale(self, version: str) -> Obj | None:
+        return self.versions[version].scale
 
     def schema(self, version: str) -> Obj | None:
         return self.versions[version].schema

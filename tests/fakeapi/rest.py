@@ -313,6 +313,10 @@ class Registry:
     # ---- create -------------------------------------------------------------------------------------------
 
     async def create(self, req: Request, body: Any) -> tuple[int, Obj]:
+        if req.res.terminating:
+            refused = e.method_not_supported(req.res.group_resource, "create")
+            refused.message = "create not allowed while custom resource definition is terminating"
+            raise refused
         obj = self.decode(req, body)
         return await self._create(req, obj, entries=None, options_kind="CreateOptions")
 
@@ -822,6 +826,8 @@ class Registry:
             if dry_run:
                 return self.external(res, version, marked)
             committed = self.store.replace(res.storage_key, marked, existing)
+            if res.storage_key == CRD_KEY:
+                self._serve_crd(committed)  # its resource now terminates
             return self.external(res, version, committed)
         if dry_run:
             last = existing
@@ -884,6 +890,14 @@ class Registry:
     def _serve_crd(self, crd: Obj) -> None:
         """Start (or keep) serving the resource a CRD defines."""
         if crd.get("metadata", {}).get("deletionTimestamp"):
+            # Being deleted: its resources stay served for reading and deleting, creates are refused.
+            spec = crd.get("spec") or {}
+            key = (str(spec.get("group", "")), str((spec.get("names") or {}).get("plural", "")))
+            current = self.resources.get(key)
+            if current is not None and current.crd_uid == crd["metadata"].get("uid") and not current.terminating:
+                current.terminating = True
+                for hook in self.on_crd_change:
+                    hook()
             return
         res = resource_from_crd(crd)
         existing = self.resources.get((res.group, res.plural))

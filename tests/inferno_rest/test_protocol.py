@@ -146,7 +146,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def test_command_line_defaults_and_environment() -> None:
     args = parse([])
-    assert (args.stateful, args.log_level) == (False, "INFO")
+    assert (args.stateful, args.log_level) == (False, "info")
     assert rest.listen_address(args, {}) == (None, 8080)
     assert rest.listen_address(args, {"INFERNO_HOST": "127.0.0.1", "INFERNO_PORT": "3302"}) == ("127.0.0.1", 3302)
     flagged = parse(["-F", "--host", "0.0.0.0", "--port", "9000"])

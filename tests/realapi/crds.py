@@ -26,8 +26,12 @@ APPLY: Final = "application/apply-patch+yaml"
 
 
 def chart_crd_files() -> list[Path]:
-    """The CRDs the chart installs: its own (ModelBooster, Inferno) and the child-crds subchart's."""
-    return sorted((CHART / "crds").glob("*.yaml")) + sorted((CHART / "charts/child-crds/crds").glob("*.yaml"))
+    """The CRDs the chart installs: its own (ModelBooster) and those of the child-crds and inferno-crds subcharts."""
+    return [
+        *sorted((CHART / "crds").glob("*.yaml")),
+        *sorted((CHART / "charts/child-crds/crds").glob("*.yaml")),
+        *sorted((CHART / "charts/inferno-crds/crds").glob("*.yaml")),
+    ]
 
 
 @functools.cache

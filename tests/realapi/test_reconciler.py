@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.harness import FULLNAME, raw_request, wait_for
 from tests.e2e.user import (
+    AUTOSCALING_BINDINGS,
     CHILD_KINDS,
     MODEL_SERVERS,
     MODEL_SERVINGS,
@@ -258,3 +259,24 @@ def test_of_two_replicas_only_the_lease_holder_writes(
     wait_condition(real_user, real_namespace, "after", "Initialized", "True", timeout=TIMEOUT)
     led = get_object(real_user, ("workload.serving.volcano.sh", "modelboosters"), real_namespace, "led")
     assert condition(led, "Initialized") is not None
+
+
+def test_a_kthena_v04_object_converges_with_its_policy_and_binding(
+    reconcile: Any, real_namespace: str, real_user: RealSession
+) -> None:
+    """Kthena v0.2-v0.4's shape (docs/design/api.md §8): the model-level policy scales the one backend, and the
+    AutoscalingPolicy and Binding named after it are stored by our child CRDs as rendered, nothing pruned."""
+    booster = renamed(load_example("single-backend-autoscaling-kthena-v04.yaml"), "scaled", real_namespace)
+    create_booster(real_user, booster)
+    reconcile()
+
+    initialized = wait_condition(real_user, real_namespace, "scaled", "Initialized", "True", timeout=TIMEOUT)
+    assert children(real_user, real_namespace) == children_names(initialized)
+    assert children_names(initialized)[AUTOSCALING_BINDINGS] == {"scaled-gpu"}
+    binding = get_object(real_user, AUTOSCALING_BINDINGS, real_namespace, "scaled-gpu")
+    assert binding is not None
+    scaling = binding["spec"]["scalingConfiguration"]
+    assert (scaling["minReplicas"], scaling["maxReplicas"]) == (1, 4)
+    assert scaling["target"]["targetRef"] == {"kind": "ModelServing", "name": "scaled-gpu"}
+    assert "backends" not in initialized["spec"]
+    assert "costExpansionRatePercent" not in initialized["spec"]

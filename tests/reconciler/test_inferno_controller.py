@@ -51,7 +51,7 @@ from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS, Cluster, eventually, quiet
 
 ROOT = Path(__file__).resolve().parents[2]
-INFERNO_CRDS = sorted((ROOT / "charts/modelbooster/crds").glob("inferno.platform.ai_*.yaml"))
+INFERNO_CRDS = sorted((ROOT / "charts/modelbooster/charts/inferno-crds/crds").glob("inferno.platform.ai_*.yaml"))
 EXAMPLES = sorted((ROOT / "examples/inferno").glob("*.yaml"))
 FAST = InfernoSettings(backoff_base=0.02, backoff_max=0.2)
 

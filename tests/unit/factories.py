@@ -43,6 +43,11 @@ def single_backend(name: str = "a", **fields: Any) -> dict[str, Any]:
     return {**base, "replicas": 1, **fields}
 
 
+def range_backend(name: str = "a", **fields: Any) -> dict[str, Any]:
+    """A backend in Kthena v0.2-v0.4's shape (`spec.backend`): a replica range, no route weight or policy."""
+    return {**backend(name), **fields}
+
+
 def single_modelbooster(one: dict[str, Any] | None = None, *, name: str = "m", **spec: Any) -> dict[str, Any]:
     obj = modelbooster(name=name, **spec)
     del obj["spec"]["backends"]

@@ -57,10 +57,10 @@ def test_the_chart_holds_exactly_the_generated_crds() -> None:
         assert present[name] == text, f"{name} differs from the generator: run modelbooster crds --chart {CHART}"
 
 
-def test_own_crds_and_child_crds_live_in_different_chart_directories() -> None:
+def test_own_child_and_inferno_crds_live_in_different_chart_directories() -> None:
     files = chart_files()
     assert "crds/workload.serving.volcano.sh_modelboosters.yaml" in files
-    assert "crds/inferno.platform.ai_optimizers.yaml" in files
+    assert "charts/inferno-crds/crds/inferno.platform.ai_optimizers.yaml" in files
     assert "charts/child-crds/crds/workload.serving.volcano.sh_modelservings.yaml" in files
     assert "charts/child-crds/crds/networking.serving.volcano.sh_modelroutes.yaml" in files
     assert len(files) == len(IDENTITY)
@@ -84,7 +84,17 @@ def test_identity_of_every_crd(kind: str, group: str, plural: str) -> None:
     )
     (version,) = spec["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
-    assert version["subresources"] == {"status": {}}
+    if kind == "ModelServing":  # Kthena v1.0's ModelServing serves /scale, so HPA, KEDA and Inferno can set it
+        assert version["subresources"] == {
+            "status": {},
+            "scale": {
+                "specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.labelSelector",
+            },
+        }
+    else:
+        assert version["subresources"] == {"status": {}}
     assert structural_problems(version["schema"]["openAPIV3Schema"]) == []
     assert len(crds()) == len(IDENTITY)
 
@@ -231,7 +241,11 @@ def test_cel_rules_reject_every_unsupported_feature_with_the_webhook_message() -
         (rule["rule"], rule["message"], rule.get("fieldPath", ""), rule["reason"]) for rule in backend_shape.cel_rules()
     ]
     assert rules_at(schema, "spec") == [*shape_rules, (rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden)]
-    assert rules_at(schema, "spec.backend") == rules_at(schema, "spec.backends[]")
+    replica_rules = [
+        (rule["rule"], rule["message"], rule.get("fieldPath", ""), rule["reason"])
+        for rule in backend_shape.single_backend_cel_rules()
+    ]
+    assert rules_at(schema, "spec.backend") == [*replica_rules, *rules_at(schema, "spec.backends[]")]
     assert rules_at(schema, "spec.backends[]") == [
         (rate_limit, RATE_LIMIT_DETAIL, ".rateLimit", forbidden),
         (

@@ -15,7 +15,7 @@ import pytest
 from pydantic import Field, TypeAdapter, ValidationError
 
 from shared.api.modelbooster import ModelBooster
-from shared.backend_shape import SHAPE_DETAIL
+from shared.backend_shape import NEITHER_DETAIL
 from shared.decoding import decode
 from shared.engine import ConfigError, config_object
 from shared.json_values import JsonInteger
@@ -187,7 +187,7 @@ def test_a_quantity_decodes(value: object, decoded: int | str) -> None:
         ([1], TYPE_MESSAGE),
         ({"a": 1}, TYPE_MESSAGE),
         ("bad", PATTERN_MESSAGE),
-        ("1Gi ", PATTERN_MESSAGE),
+        ("1Gi ", f'did you mean "1Gi"?; {PATTERN_MESSAGE}'),
         ("", PATTERN_MESSAGE),
     ],
 )
@@ -305,7 +305,7 @@ def test_null_shapes_alone_are_no_shape(spec: Obj) -> None:
     obj = modelbooster()
     obj["spec"] = spec
     assert _errors(obj) == [f"spec: Invalid value: {json.dumps(spec, sort_keys=True, separators=(',', ':'))}: "
-                            f"{SHAPE_DETAIL}"]  # fmt: skip
+                            f"{NEITHER_DETAIL}"]  # fmt: skip
 
 
 def test_an_empty_list_is_still_too_short() -> None:

@@ -61,16 +61,23 @@ EXPECTED_REJECTIONS: dict[str, tuple[list[str], bool]] = {
     ),
     "both-backend-shapes.yaml": (
         [
-            "spec: Required value: exactly one of spec.backend (one backend, as Kthena v1.0 writes it) or "
-            "spec.backends (a list of backends), not both"
+            "spec.backends: Forbidden: may not be set together with spec.backend: keep spec.backend for one backend, "
+            "or spec.backends for a list of backends, and remove the other"
         ],
         True,
     ),
     "single-backend-autoscaling.yaml": (
         [
-            "spec.autoscalingPolicy: Forbidden: a single spec.backend has no autoscaling: it runs "
-            "spec.backend.replicas replicas; to autoscale, move the backend into spec.backends and give it "
-            "minReplicas and maxReplicas"
+            "spec.autoscalingPolicy: Forbidden: a spec.backend with replicas (Kthena v1.0) has no autoscaling: it "
+            "runs spec.backend.replicas replicas; to autoscale it, replace replicas with minReplicas and maxReplicas "
+            "(as Kthena v0.2-v0.4 write it)"
+        ],
+        True,
+    ),
+    "backend-replicas-and-range.yaml": (
+        [
+            "spec.backend.replicas: Forbidden: may not be set together with minReplicas or maxReplicas: replicas is "
+            "Kthena v1.0's fixed count, minReplicas and maxReplicas are Kthena v0.2-v0.4's range; keep one"
         ],
         True,
     ),
@@ -143,6 +150,12 @@ def test_the_example_set_covers_the_promised_scenarios() -> None:
     assert "backends" not in single
     assert {"name", "owner", "modelMatch"} <= set(single)
     assert "replicas" in single["backend"]
+    # Kthena v0.2-v0.4's shape: a range, fixed or scaled by the model-level policy, PD too.
+    ranged = {name: docs[name]["spec"] for name in docs if name.endswith("-kthena-v04.yaml")}
+    assert all({"minReplicas", "maxReplicas"} <= set(spec["backend"]) for spec in ranged.values())
+    assert not any("replicas" in spec["backend"] for spec in ranged.values())
+    assert {"autoscalingPolicy" in spec for spec in ranged.values()} == {True, False}
+    assert {spec["backend"]["type"] for spec in ranged.values()} == {"vLLM", "vLLMDisaggregated"}
 
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda path: path.name)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from shared.quantity import QUANTITY_PATTERN, Quantity, check_quantity, quantity_value
+from shared.quantity import QUANTITY_PATTERN, Quantity, check_quantity, quantity_value, suggested_quantities
 
 ADAPTER: TypeAdapter[int | str] = TypeAdapter(Quantity)
 
@@ -96,3 +96,22 @@ def test_each_refusal_says_why(value: object, message: str, as_json: bool) -> No
         decode()
     [detail] = refused.value.errors(include_url=False)
     assert str(detail["ctx"]["error"]) == message
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("8GB", ["8G", "8Gi"]),
+        ("8gb", ["8G", "8Gi"]),
+        ("512MB", ["512M", "512Mi"]),
+        ("8KB", ["8k", "8Ki"]),
+        ("8GiB", ["8Gi"]),
+        ("8 gi", ["8Gi"]),
+        ("1Gi ", ["1Gi"]),
+        ("100 bytes", ["100"]),
+        ("abc", []),
+        ("8XB", []),
+    ],
+)
+def test_sizes_written_as_elsewhere_get_the_quantity_they_mean(written: str, meant: list[str]) -> None:
+    assert suggested_quantities(written) == meant

@@ -1,7 +1,8 @@
-"""Validation of the two backend shapes (docs/design/api.md §8, docs/design/validation.md §8): the rule that
-exactly one is given — from the webhook's function and from the CRD's CEL rules, with the same line — and the
-newer line's rules (docs/design/validation.md §4 and §6) reported at the `spec.backend` paths the user wrote.
-Expected lines are written by hand."""
+"""Validation of the backend shapes (docs/design/api.md §8, docs/design/validation.md §8), Kthena v1.0's above
+all: the rules that exactly one of spec.backend and spec.backends is given, each failure with its own type and
+fix — from the webhook's function and from the CRD's CEL rules, with the same line — and the newer line's rules
+(docs/design/validation.md §4 and §6) reported at the `spec.backend` paths the user wrote. Kthena v0.2-v0.4's
+range is tests/unit/test_range_backend_validation.py. Expected lines are written by hand."""
 
 from __future__ import annotations
 
@@ -15,13 +16,18 @@ from shared.validation import parse_modelbooster, validate_modelbooster, validat
 from tests.unit.crd_support import cel_denials, openapi_schema
 from tests.unit.factories import backend, modelbooster, policy, single_backend, single_modelbooster, worker
 
-SHAPE = (
-    "spec: Required value: exactly one of spec.backend (one backend, as Kthena v1.0 writes it) or spec.backends "
-    "(a list of backends), not both"
+NEITHER = (
+    "spec: Required value: must specify one of spec.backend (one backend, as Kthena v0.2 and later write it) or "
+    "spec.backends (a list of backends, as Kthena v0.1.0 writes it)"
+)
+BOTH = (
+    "spec.backends: Forbidden: may not be set together with spec.backend: keep spec.backend for one backend, or "
+    "spec.backends for a list of backends, and remove the other"
 )
 NO_AUTOSCALING = (
-    "spec.autoscalingPolicy: Forbidden: a single spec.backend has no autoscaling: it runs spec.backend.replicas "
-    "replicas; to autoscale, move the backend into spec.backends and give it minReplicas and maxReplicas"
+    "spec.autoscalingPolicy: Forbidden: a spec.backend with replicas (Kthena v1.0) has no autoscaling: it runs "
+    "spec.backend.replicas replicas; to autoscale it, replace replicas with minReplicas and maxReplicas (as Kthena "
+    "v0.2-v0.4 write it)"
 )
 RATE = "rate limiting of the generated ModelRoute is not supported; manage a ModelRoute yourself"
 TOPO = "topology configuration of ModelServing is not supported; create the ModelServing yourself"
@@ -61,11 +67,20 @@ def neither() -> dict[str, Any]:
     return obj
 
 
-@pytest.mark.parametrize("obj", [both(), neither()], ids=["both", "neither"])
-def test_exactly_one_shape_one_message_from_the_webhook_and_from_cel(obj: dict[str, Any]) -> None:
-    assert lines(obj) == [SHAPE]
-    assert lines(apply_defaults(obj).obj) == [SHAPE]
-    assert cel_lines(obj) == [SHAPE]
+@pytest.mark.parametrize(("obj", "expected"), [(both(), BOTH), (neither(), NEITHER)], ids=["both", "neither"])
+def test_exactly_one_shape_from_the_webhook_and_from_cel(obj: dict[str, Any], expected: str) -> None:
+    """Neither is a missing field, both a field too many: each its own type and message, saying the fix."""
+    assert lines(obj) == [expected]
+    assert lines(apply_defaults(obj).obj) == [expected]
+    assert cel_lines(obj) == [expected]
+
+
+def test_neither_and_both_are_told_apart() -> None:
+    (missing,) = validate_modelbooster(neither())
+    (extra,) = validate_modelbooster(both())
+    assert (missing.type, missing.path) == ("Required", "spec")
+    assert (extra.type, extra.path) == ("Forbidden", "spec.backends")
+    assert missing.detail != extra.detail
 
 
 def test_a_null_shape_counts_as_absent_as_the_api_server_prunes_it() -> None:
@@ -77,18 +92,43 @@ def test_a_null_shape_counts_as_absent_as_the_api_server_prunes_it() -> None:
     assert lines(listed) == []
     nulls = modelbooster()
     nulls["spec"] = {"backend": None, "backends": None}
-    assert lines(nulls) == [SHAPE]
+    assert lines(nulls) == [NEITHER]
 
 
 def test_the_model_refuses_a_wrong_shape_too() -> None:
-    with pytest.raises(ValueError, match=r"exactly one of spec\.backend "):
+    with pytest.raises(ValueError, match=r"may not be set together with spec\.backend"):
         ModelBooster.model_validate(both())
+    with pytest.raises(ValueError, match=r"must specify one of spec\.backend"):
+        ModelBooster.model_validate(neither())
 
 
-def test_a_single_backend_cannot_autoscale() -> None:
+def test_a_kthena_v1_backend_cannot_autoscale() -> None:
     obj = single_modelbooster(autoscalingPolicy=policy())
     assert lines(apply_defaults(obj).obj) == [NO_AUTOSCALING]
     assert cel_lines(obj) == [NO_AUTOSCALING]
+    # No default of Kthena v0.1.0's model-level autoscaling is added to it.
+    assert "costExpansionRatePercent" not in apply_defaults(obj).obj["spec"]
+
+
+def test_a_kthena_v1_backend_with_autoscaling_shows_all_its_errors_at_once() -> None:
+    """The refused policy does not hide the object's other problems until the next attempt."""
+    one = single_backend(workers=[worker(image=" ")], rateLimit={"tokens": 1})
+    obj = single_modelbooster(one, autoscalingPolicy=policy(behavior={"scaleDown": {}}))
+    assert lines(apply_defaults(obj).obj) == [
+        NO_AUTOSCALING,
+        'spec.backend.workers[0].image: Invalid value: " ": invalid container image reference: image cannot be '
+        "empty or whitespace only",
+        "spec.autoscalingPolicy.behavior: Forbidden: behavior is not supported; create AutoscalingPolicy + Binding "
+        "yourself",
+        f"spec.backend.rateLimit: Forbidden: {RATE}",
+    ]
+    # Decoding errors too.
+    broken = single_modelbooster(single_backend(replicas="2"), autoscalingPolicy={"metrics": []})
+    assert lines(broken) == [
+        NO_AUTOSCALING,
+        'spec.backend.replicas: Invalid value: "2": must be of type integer',
+        "spec.autoscalingPolicy.metrics: Invalid value: 0: should have at least 1 items",
+    ]
 
 
 def test_the_four_unsupported_features_are_refused_in_the_single_shape_too() -> None:
@@ -176,12 +216,12 @@ def test_the_newer_lines_rules_at_its_paths(fields: dict[str, Any], expected: li
 
 
 def test_fields_of_the_other_shape_say_where_they_belong() -> None:
-    obj = single_modelbooster(single_backend(minReplicas=1, routeWeight=50))
+    obj = single_modelbooster(single_backend(routeWeight=50, autoscalingPolicy=policy()))
     assert lines(obj) == [
-        "spec.backend.minReplicas: Forbidden: field not declared in schema; minReplicas is a field of "
-        "spec.backends[] (several backends, autoscaling); a spec.backend runs a fixed number of replicas",
         "spec.backend.routeWeight: Forbidden: field not declared in schema; routeWeight is a field of "
-        "spec.backends[] (several backends, autoscaling); a spec.backend runs a fixed number of replicas",
+        "spec.backends[] (Kthena v0.1.0: several backends); a spec.backend has none",
+        "spec.backend.autoscalingPolicy: Forbidden: field not declared in schema; a single backend autoscales with "
+        "spec.autoscalingPolicy and its minReplicas and maxReplicas (as Kthena v0.2-v0.4 write it)",
     ]
     listed = modelbooster(backend(replicas=2))
     assert lines(listed) == [

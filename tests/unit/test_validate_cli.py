@@ -81,7 +81,13 @@ def test_multi_document_input_reports_each_document(capsys: pytest.CaptureFixtur
     )
     code, out, err = run(capsys, "-f", source, "-o", "yaml")
     assert code == 1
-    assert [document["metadata"]["name"] for document in yaml.safe_load_all(out)] == ["good", "zero-pods"]
+    printed = list(yaml.safe_load_all(out))
+    assert [document["kind"] for document in printed] == ["ModelBooster", "Status", "ModelBooster"]
+    assert [printed[0]["metadata"]["name"], printed[1]["details"]["name"], printed[2]["metadata"]["name"]] == [
+        "good",
+        "bad",
+        "zero-pods",
+    ]
     assert err == (
         'document 2 (ModelBooster "bad"):\n'
         "validation failed:\n"
@@ -105,10 +111,6 @@ def test_stdin_is_read_with_a_dash(capsys: pytest.CaptureFixture[str], monkeypat
         ("spec: [unclosed\n", "<FILE>: not valid YAML: "),
         ("- a\n- b\n", "<FILE>: document 1 is a list, expected an object with apiVersion and kind"),
         ("just text\n", "<FILE>: document 1 is a string, expected an object with apiVersion and kind"),
-        (
-            "apiVersion: v1\nkind: ConfigMap\n",
-            '<FILE>: document 1: kind is "ConfigMap", expected ModelBooster',
-        ),
         (
             "apiVersion: workload.serving.volcano.sh/v1beta1\nkind: ModelBooster\n",
             '<FILE>: document 1: apiVersion is "workload.serving.volcano.sh/v1beta1", expected '
@@ -136,20 +138,38 @@ def test_bad_files_give_one_line_and_exit_2(
     assert err.startswith("modelbooster validate: " + message.replace("<FILE>", str(path)))
 
 
-def test_a_wrong_kind_anywhere_in_the_stream_stops_before_any_validation(
+def test_other_kinds_are_skipped_and_counted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # `kustomize build | modelbooster validate -f -`: a stream with Services and ConfigMaps beside the models.
+    other = [{"apiVersion": "v1", "kind": "Service"}, {"apiVersion": "v1", "kind": "ConfigMap"}]
+    source = write(tmp_path, other[0], modelbooster(name="m"), other[1], other[0])
+    code, out, err = run(capsys, "-f", source)
+    assert (code, out) == (0, 'ModelBooster "m": valid\n')
+    assert err == (
+        "modelbooster validate: skipped 3 documents of other kinds (1 ConfigMap, 2 Service); "
+        "--other-kinds=error refuses them\n"
+    )
+
+
+def test_other_kinds_error_refuses_the_input_before_any_validation(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     source = write(tmp_path, modelbooster(backend(type="SGLang")), {"apiVersion": "v1", "kind": "Service"})
-    code, out, err = run(capsys, "-f", source)
+    code, out, err = run(capsys, "-f", source, "--other-kinds", "error")
     assert (code, out) == (2, "")
-    assert err == f'modelbooster validate: {source}: document 2: kind is "Service", expected ModelBooster\n'
+    assert err == (
+        f'modelbooster validate: {source}: document 2: kind is "Service", expected ModelBooster or an Inferno kind\n'
+    )
 
 
 def test_missing_file_and_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "-f", str(tmp_path / "nope.yaml"))
     assert (code, err) == (2, f"modelbooster validate: {tmp_path / 'nope.yaml'}: no such file\n")
     code, _, err = run(capsys, "-f", str(tmp_path))
-    assert (code, err) == (2, f"modelbooster validate: {tmp_path}: is a directory, expected a file\n")
+    assert (code, err) == (
+        2,
+        f"modelbooster validate: {tmp_path}: is a directory with no *.yaml/*.yml/*.json files in it "
+        "(-R reads subdirectories too)\n",
+    )
 
 
 def test_binary_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

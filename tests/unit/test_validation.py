@@ -14,6 +14,13 @@ from shared.errors import MAX_COLLECTED_ERRORS, ValidationFailed, format_denial
 from shared.validation import parse_modelbooster, validate_modelbooster
 from tests.unit.factories import backend, modelbooster, pd_workers, policy, worker
 
+# The no-autoscaling rule's message: the reference's words, then the two ways to let replicas move.
+NO_AUTOSCALING = (
+    "minReplicas and maxReplicas must be equal when no autoscaling is set; to let replicas move between them, set "
+    'autoscalingPolicy, or annotate the ModelBooster modelbooster.io/external-replicas: "true" so they are set from '
+    "outside (Inferno, KEDA or an HPA)"
+)
+
 
 def lines(obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> list[str]:
     return [error.render() for error in validate_modelbooster(obj, old=old)]
@@ -161,10 +168,8 @@ def test_worked_example_of_the_reference_with_our_paths_and_text() -> None:
         "model-level autoscaling is not set\n"
         "  - spec.costExpansionRatePercent: Forbidden: costExpansionRatePercent must not be provided when model-level "
         "autoscaling is not set\n"
-        '  - spec.backends[0]: Invalid value: "minReplicas=1, maxReplicas=3": minReplicas and maxReplicas must be '
-        "equal when no autoscaling is set\n"
-        '  - spec.backends[1]: Invalid value: "minReplicas=0, maxReplicas=3": minReplicas and maxReplicas must be '
-        "equal when no autoscaling is set"
+        f'  - spec.backends[0]: Invalid value: "minReplicas=1, maxReplicas=3": {NO_AUTOSCALING}\n'
+        f'  - spec.backends[1]: Invalid value: "minReplicas=0, maxReplicas=3": {NO_AUTOSCALING}'
     )
 
 
@@ -731,8 +736,7 @@ def test_errors_come_in_the_documented_order() -> None:
     )
     assert lines(obj) == [
         "spec.backends[0].minReplicas: Invalid value: 2: minReplicas cannot be greater than maxReplicas",
-        'spec.backends[0]: Invalid value: "minReplicas=2, maxReplicas=1": ' + "minReplicas and maxReplicas must be "
-        "equal when no autoscaling is set",
+        f'spec.backends[0]: Invalid value: "minReplicas=2, maxReplicas=1": {NO_AUTOSCALING}',
         f"spec.rateLimit: Forbidden: {RATE}",
         f"spec.backends[0].rateLimit: Forbidden: {RATE}",
         'spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated',

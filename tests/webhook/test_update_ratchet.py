@@ -200,11 +200,15 @@ async def test_a_carried_over_invalid_value_warns_with_the_rule_and_stays_admitt
     new["spec"]["modelMatch"] = {"headers": {"x-model": {"exact": "qwen"}}}
     _, validated = await update(webhook, new, old)
     assert validated["allowed"] is True
-    assert validated["warnings"] == [
+    # The rule's message names both fixes; a warning is clipped to kube-apiserver's 256 characters.
+    first, summary = validated["warnings"]
+    assert first.startswith(
         'unchanged, so admitted: spec.backends[0]: Invalid value: "minReplicas=1, maxReplicas=3": '
-        "minReplicas and maxReplicas must be equal when no autoscaling is set",
-        SUMMARY,
-    ]
+        "minReplicas and maxReplicas must be equal when no autoscaling is set; to let replicas move between them, "
+        "set autoscalingPolicy, or annotate"
+    )
+    assert len(first) <= 256
+    assert summary == SUMMARY
 
 
 # --- changed: refused by name ---------------------------------------------------------------------------------

@@ -149,7 +149,27 @@ async def test_the_reference_scope_rule_still_applies(webhook: Webhook) -> None:
     assert response["status"]["message"] == (
         "validation failed:\n"
         '  - spec.backends[0]: Invalid value: "minReplicas=1, maxReplicas=3": '
-        "minReplicas and maxReplicas must be equal when no autoscaling is set"
+        "minReplicas and maxReplicas must be equal when no autoscaling is set; to let replicas move between them, "
+        'set autoscalingPolicy, or annotate the ModelBooster modelbooster.io/external-replicas: "true" so they '
+        "are set from outside (Inferno, KEDA or an HPA)"
+    )
+
+
+async def test_the_external_replicas_opt_in_admits_a_range_without_autoscaling(webhook: Webhook) -> None:
+    # shared/external_scaling.py: replicas set from outside between the bounds; no policy needed.
+    obj = _with("backends.0.maxReplicas", 3)
+    obj["metadata"]["annotations"] = {"modelbooster.io/external-replicas": "true"}
+    response = await _validate(webhook, obj)
+    assert response["allowed"] is True
+
+
+async def test_the_external_replicas_opt_in_takes_true_or_false_only(webhook: Webhook) -> None:
+    obj = _with("backends.0.maxReplicas", 3)
+    obj["metadata"]["annotations"] = {"modelbooster.io/external-replicas": "yes"}
+    response = await _validate(webhook, obj)
+    assert response["status"]["message"].endswith(
+        '\n  - metadata.annotations[modelbooster.io/external-replicas]: Invalid value: "yes": '
+        "must be 'true' or 'false'"
     )
 
 

@@ -165,7 +165,7 @@ patched when they repeat.
 {{- define "modelbooster.reconciler.workloadRules" -}}
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelboosters"]
-  verbs: ["list", "watch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelboosters/status"]
   verbs: ["patch"]
@@ -181,6 +181,7 @@ patched when they repeat.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
+{{- if .Values.inferno.enabled }}
 - apiGroups: ["inferno.platform.ai"]
   resources: ["accelerators", "models", "serviceclasses", "capacities"]
   verbs: ["list", "watch"]
@@ -192,6 +193,15 @@ patched when they repeat.
 - apiGroups: ["inferno.platform.ai"]
   resources: ["optimizers/status", "accelerators/status", "models/status", "serviceclasses/status", "servers/status", "capacities/status"]
   verbs: ["patch"]
+# Inferno's Scale actuation reads and sets a Server's target through /scale: a ModelBooster's ModelServing
+# (whose owner it reads by get, above), or a Deployment, StatefulSet or ReplicaSet.
+- apiGroups: ["workload.serving.volcano.sh"]
+  resources: ["modelservings/scale"]
+  verbs: ["get", "patch"]
+- apiGroups: ["apps"]
+  resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
+  verbs: ["get", "patch"]
+{{- end }}
 {{- end -}}
 
 {{/* The labels block of one alert: `severity`, then metrics.prometheusRule.alertLabels (which cannot replace it). */}}

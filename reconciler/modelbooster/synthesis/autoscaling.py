@@ -4,6 +4,10 @@ Model level (`spec.autoscalingPolicy`): one policy and one optimizer binding, bo
 spreading replicas over every backend by cost. Otherwise each backend with its own policy gets a policy and
 a scaling binding named `<model>-<backend>`.
 
+What is wanted is said once, in no generation's shape; shared/autoscaling_generations.py shapes it for the
+generation of Kthena's CRDs the cluster serves (v1.0 has no Binding: its policy carries the target). Names,
+labels and owner references are the same in every generation.
+
 Two fixes over the reference: the metric endpoint names the backend's runtime port (the reference sent
 `{}`, which the API server defaults to 8100, so a backend with another RUNTIME_PORT was never scraped), and
 PD backends are not narrowed to a `leader` role their pods do not have.
@@ -16,91 +20,91 @@ from typing import Any
 from reconciler.modelbooster.synthesis.backend import BackendPlan
 from reconciler.modelbooster.synthesis.labels import stamp_revision
 from reconciler.modelbooster.synthesis.owner import Owner, child_metadata
-from shared.api.modelbooster import AutoscalingPolicySpec, ModelBackend, ModelBooster
-from shared.constants import (
-    DEFAULT_RUNTIME_METRICS_PATH,
-    KIND_AUTOSCALING_POLICY,
-    KIND_AUTOSCALING_POLICY_BINDING,
-    KIND_MODEL_SERVING,
-    LABEL_MODELSERVING_ROLE,
-    WORKLOAD_API_VERSION,
+from shared.api.modelbooster import ModelBackend, ModelBooster
+from shared.autoscaling_generations import (
+    DEFAULT_GENERATION,
+    AutoscalingObject,
+    DesiredAutoscaling,
+    Generation,
+    MetricsTarget,
+    ScaledTarget,
+    autoscaling_objects,
 )
+from shared.constants import DEFAULT_RUNTIME_METRICS_PATH, LABEL_MODELSERVING_ROLE, WORKLOAD_API_VERSION
+from shared.external_scaling import replicas_set_externally
 from shared.naming import route_name
 
 
 def is_autoscaled(booster: ModelBooster, backend: ModelBackend) -> bool:
-    """Whether an autoscaler, not the ModelBooster, owns this backend's ModelServing `spec.replicas`."""
-    return booster.spec.autoscaling_policy is not None or backend.autoscaling_policy is not None
+    """Whether an autoscaler, not the ModelBooster, owns this backend's ModelServing `spec.replicas`: a policy
+    at either level, or the external-replicas opt-in (Inferno, KEDA or an HPA scales it; no policy is made)."""
+    return (
+        booster.spec.autoscaling_policy is not None
+        or backend.autoscaling_policy is not None
+        or replicas_set_externally(booster.metadata.annotations)
+    )
 
 
 def autoscaled_backends(booster: ModelBooster) -> frozenset[str]:
     return frozenset(backend.name for backend in booster.spec.backends if is_autoscaled(booster, backend))
 
 
-def _policy(owner: Owner, *, name: str, backend: str, policy: AutoscalingPolicySpec) -> dict[str, Any]:
+def _child(owner: Owner, *, name: str, backend: str, shaped: AutoscalingObject) -> dict[str, Any]:
     obj = {
         "apiVersion": WORKLOAD_API_VERSION,
-        "kind": KIND_AUTOSCALING_POLICY,
+        "kind": shaped.kind,
         "metadata": child_metadata(owner=owner, name=name, backend=backend),
-        "spec": policy.to_wire(),
+        "spec": shaped.spec,
     }
     return stamp_revision(obj)
 
 
-def _binding(owner: Owner, *, name: str, backend: str, spec: dict[str, Any]) -> dict[str, Any]:
-    obj = {
-        "apiVersion": WORKLOAD_API_VERSION,
-        "kind": KIND_AUTOSCALING_POLICY_BINDING,
-        "metadata": child_metadata(owner=owner, name=name, backend=backend),
-        "spec": spec,
-    }
-    return stamp_revision(obj)
+def _metrics_target(plan: BackendPlan) -> MetricsTarget:
+    # The runtime sidecar serves the metrics the autoscaler reads, on its own port. A PD backend's pods have
+    # no `leader` role to narrow to.
+    labels = {} if plan.backend.type == "vLLMDisaggregated" else {LABEL_MODELSERVING_ROLE: "leader"}
+    return MetricsTarget(
+        serving=plan.resource_name, uri=DEFAULT_RUNTIME_METRICS_PATH, port=plan.runtime_port, match_labels=labels
+    )
 
 
-def _target(plan: BackendPlan) -> dict[str, Any]:
-    target: dict[str, Any] = {"targetRef": {"kind": KIND_MODEL_SERVING, "name": plan.resource_name}}
-    if plan.backend.type != "vLLMDisaggregated":
-        target["additionalMatchLabels"] = {LABEL_MODELSERVING_ROLE: "leader"}
-    # The runtime sidecar serves the metrics the autoscaler reads, on its own port.
-    target["metricEndpoint"] = {"uri": DEFAULT_RUNTIME_METRICS_PATH, "port": plan.runtime_port}
-    return target
+def _scaled(plan: BackendPlan, *, cost: int | None = None) -> ScaledTarget:
+    return ScaledTarget(
+        target=_metrics_target(plan),
+        min_replicas=plan.backend.min_replicas,
+        max_replicas=plan.backend.max_replicas,
+        cost=cost,
+    )
 
 
-def model_level(booster: ModelBooster, owner: Owner, plans: list[BackendPlan]) -> list[dict[str, Any]]:
+def _children(owner: Owner, *, name: str, backend: str, desired: DesiredAutoscaling, generation: Generation
+              ) -> list[dict[str, Any]]:  # fmt: skip
+    return [
+        _child(owner, name=name, backend=backend, shaped=shaped) for shaped in autoscaling_objects(desired, generation)
+    ]
+
+
+def model_level(
+    booster: ModelBooster, owner: Owner, plans: list[BackendPlan], *, generation: Generation = DEFAULT_GENERATION
+) -> list[dict[str, Any]]:
     policy = booster.spec.autoscaling_policy
     if policy is None:
         return []
-    params = []
-    for plan in plans:
-        param: dict[str, Any] = {"target": _target(plan)}
-        if plan.backend.scaling_cost:
-            param["cost"] = plan.backend.scaling_cost
-        param["minReplicas"] = plan.backend.min_replicas
-        param["maxReplicas"] = plan.backend.max_replicas
-        params.append(param)
-    optimizer: dict[str, Any] = {}
-    if booster.spec.cost_expansion_rate_percent is not None:
-        optimizer["costExpansionRatePercent"] = booster.spec.cost_expansion_rate_percent
-    optimizer["params"] = params
     name = route_name(owner.name)
-    return [
-        _policy(owner, name=name, backend="", policy=policy),
-        _binding(owner, name=name, backend="", spec={"policyRef": {"name": name}, "optimizerConfiguration": optimizer}),
-    ]
+    desired = DesiredAutoscaling(
+        policy_name=name,
+        policy=policy.to_wire(),
+        targets=[_scaled(plan, cost=plan.backend.scaling_cost) for plan in plans],
+        by_cost=True,
+        cost_expansion_rate_percent=booster.spec.cost_expansion_rate_percent,
+    )
+    return _children(owner, name=name, backend="", desired=desired, generation=generation)
 
 
-def backend_level(plan: BackendPlan) -> list[dict[str, Any]]:
-    backend = plan.backend
-    policy = backend.autoscaling_policy
+def backend_level(plan: BackendPlan, *, generation: Generation = DEFAULT_GENERATION) -> list[dict[str, Any]]:
+    policy = plan.backend.autoscaling_policy
     if policy is None:
         return []
-    scaling = {
-        "target": _target(plan),
-        "minReplicas": backend.min_replicas,
-        "maxReplicas": backend.max_replicas,
-    }
-    spec = {"policyRef": {"name": plan.resource_name}, "scalingConfiguration": scaling}
-    return [
-        _policy(plan.owner, name=plan.resource_name, backend=backend.name, policy=policy),
-        _binding(plan.owner, name=plan.resource_name, backend=backend.name, spec=spec),
-    ]
+    desired = DesiredAutoscaling(policy_name=plan.resource_name, policy=policy.to_wire(), targets=[_scaled(plan)])
+    return _children(plan.owner, name=plan.resource_name, backend=plan.backend.name, desired=desired,
+                     generation=generation)  # fmt: skip

@@ -13,6 +13,7 @@ from reconciler.modelbooster.synthesis.modelserving import model_serving
 from reconciler.modelbooster.synthesis.owner import Owner
 from reconciler.modelbooster.synthesis.settings import SynthesisSettings
 from shared.api.modelbooster import ModelBooster
+from shared.autoscaling_generations import DEFAULT_GENERATION, Generation
 
 
 def owner_of(booster: ModelBooster) -> Owner:
@@ -24,9 +25,12 @@ def owner_of(booster: ModelBooster) -> Owner:
     return Owner(name=metadata.name, namespace=metadata.namespace or "default", uid=metadata.uid)
 
 
-def synthesize(booster: ModelBooster, settings: SynthesisSettings | None = None) -> list[dict[str, Any]]:
+def synthesize(
+    booster: ModelBooster, settings: SynthesisSettings | None = None, *, generation: Generation = DEFAULT_GENERATION
+) -> list[dict[str, Any]]:
     """The children of a defaulted ModelBooster, in a stable order: for each backend its ModelServing then
     its ModelServer; the ModelRoute; then the model-level AutoscalingPolicy and Binding, or each backend's.
+    `generation` is the shape of Kthena's autoscaling CRDs to write them in (v1.0: a policy, no Binding).
 
     Raise SynthesisError when the object cannot be synthesized (validation rejects all such objects first).
     """
@@ -40,8 +44,8 @@ def synthesize(booster: ModelBooster, settings: SynthesisSettings | None = None)
         children.append(model_server(plan))
     children.append(model_route(booster, owner))
     if booster.spec.autoscaling_policy is not None:
-        children.extend(model_level(booster, owner, plans))
+        children.extend(model_level(booster, owner, plans, generation=generation))
     else:
         for plan in plans:
-            children.extend(backend_level(plan))
+            children.extend(backend_level(plan, generation=generation))
     return children

@@ -23,6 +23,21 @@ EXAMPLE_KINDS = {
     "single-vllm-cpu.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "pd-disaggregation-nixl.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
     "single-backend-kthena-v1.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
+    "single-backend-kthena-v04.yaml": ["ModelServing", "ModelServer", "ModelRoute"],
+    "single-backend-autoscaling-kthena-v04.yaml": [
+        "ModelServing",
+        "ModelServer",
+        "ModelRoute",
+        "AutoscalingPolicy",
+        "AutoscalingPolicyBinding",
+    ],
+    "pd-single-backend-kthena-v04.yaml": [
+        "ModelServing",
+        "ModelServer",
+        "ModelRoute",
+        "AutoscalingPolicy",
+        "AutoscalingPolicyBinding",
+    ],
     "backend-autoscaling.yaml": [
         "ModelServing",
         "ModelServer",
@@ -176,7 +191,7 @@ def test_defaulting_warnings_go_to_stderr(capsys: pytest.CaptureFixture[str], tm
 def test_synthesis_failure_exits_1(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(*_: object) -> list[dict[str, Any]]:
+    def refuse(*_: object, **__: object) -> list[dict[str, Any]]:
         raise SynthesisError("server worker not found in backend: b")
 
     monkeypatch.setattr(render_cli, "synthesize", refuse)
@@ -191,7 +206,7 @@ def test_synthesis_failure_exits_1(
         (None, "no such file"),
         ("", "no documents"),
         ("a: [", "not valid YAML"),
-        ("apiVersion: v1\nkind: ConfigMap\n", 'kind is "ConfigMap", expected ModelBooster'),
+        ("apiVersion: v1\nkind: ModelBooster\n", 'apiVersion is "v1", expected workload.serving.volcano.sh/v1alpha1'),
         ("- 1\n", "is a list"),
     ],
 )
@@ -214,3 +229,74 @@ def test_dispatched_by_the_modelbooster_command(capsys: pytest.CaptureFixture[st
 
     assert main(["render", "-f", _write(tmp_path, vllm_doc()), "-o", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["items"]) == 3
+
+
+def _kinds_and_specs(out: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(d["kind"], d["spec"]) for d in yaml.safe_load_all(out)]
+
+
+def test_the_generation_option_picks_kthenas_autoscaling_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    """Expected shapes from the facts of each generation (docs/design/kthena-generations.md)."""
+    example = str(EXAMPLES / "backend-autoscaling.yaml")
+    code, default_out, _ = _run(["-f", example], capsys)
+    assert code == 0
+    code, v01_out, err = _run(["-f", example, "--generation", "v0.1"], capsys)
+    assert (code, err) == (0, "")
+    assert v01_out == default_out  # the default is the shape of the CRDs we ship
+    v01 = dict(_kinds_and_specs(v01_out))
+    scaling = v01["AutoscalingPolicyBinding"]["scalingConfiguration"]
+
+    code, v02_out, err = _run(["-f", example, "--generation", "v0.2"], capsys)
+    assert code == 0
+    v02 = dict(_kinds_and_specs(v02_out))
+    target = scaling["target"]
+    assert v02["AutoscalingPolicyBinding"] == {
+        "policyRef": v01["AutoscalingPolicyBinding"]["policyRef"],
+        "homogeneousTarget": {
+            "target": {
+                "targetRef": target["targetRef"],
+                "metricEndpoint": {
+                    **target["metricEndpoint"],
+                    "labelSelector": {"matchLabels": target["additionalMatchLabels"]},
+                },
+            },
+            "minReplicas": scaling["minReplicas"],
+            "maxReplicas": scaling["maxReplicas"],
+        },
+    }
+    assert v02["AutoscalingPolicy"] == v01["AutoscalingPolicy"]
+    assert "topologySpreadConstraints" not in v02["ModelServing"]
+    assert err == (
+        "Warning: spec.topologySpreadConstraints of ModelServing is not in the CRD of Kthena v0.2.0 to v0.4.0; "
+        "left out (the API server would drop it)\n"
+    )
+
+    code, v10_out, _ = _run(["-f", example, "--generation", "v1.0"], capsys)
+    assert code == 0
+    v10 = _kinds_and_specs(v10_out)
+    assert [kind for kind, _ in v10] == ["ModelServing", "ModelServer", "ModelRoute", "AutoscalingPolicy"]
+    policy = v10[-1][1]
+    old_policy = v01["AutoscalingPolicy"]
+    assert policy["metrics"] == [
+        {"name": m["metricName"], "targetValue": m["targetValue"]} for m in old_policy["metrics"]
+    ]
+    homogeneous = policy["homogeneousTarget"]
+    assert (homogeneous["minReplicas"], homogeneous["maxReplicas"]) == (scaling["minReplicas"], scaling["maxReplicas"])
+    assert homogeneous["target"]["targetRef"] == target["targetRef"]
+    assert homogeneous["target"]["metricSources"] == {
+        m["metricName"]: {
+            "pod": {
+                "name": m["metricName"],
+                **target["metricEndpoint"],
+                "labelSelector": {"matchLabels": target["additionalMatchLabels"]},
+            }
+        }
+        for m in old_policy["metrics"]
+    }
+
+
+def test_an_unknown_generation_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _run(["-f", str(EXAMPLES / "backend-autoscaling.yaml"), "--generation", "v0.3"], capsys)
+    assert exited.value.code == 2
+    assert "invalid choice: 'v0.3'" in capsys.readouterr().err

@@ -1,0 +1,156 @@
+"""The CRD check: does the cluster serve the CRDs this version of modelbooster generates? (docs/design/upgrades.md §4)
+
+Helm never upgrades a chart's CRDs, so after `helm upgrade` the cluster keeps the CRDs of the first install
+until an operator applies the new ones (docs/chart.md, "Upgrades"). An older CRD prunes fields this version
+writes and refuses objects this version accepts, and nothing else would say why. So, on every replica, once the
+CRD watch (reconciler/runtime/served.py) has listed and again on every change of one of our CRDs, each CRD is
+judged by the digest annotation it carries (shared/crd_digest.py) and:
+
+- `modelbooster_crd_outdated{crd}` is 1 for an outdated CRD and 0 for a current or absent one (the chart's
+  `ModelBoosterCRDOutdated` alert fires on it);
+- a CRD that becomes outdated (or is outdated at start) is logged as a Warning and gets a Warning Event
+  (`CRDOutdated`, in `default`, where Events about cluster-scoped objects live, so `kubectl describe crd`
+  shows it); one that becomes current again is logged at info.
+
+It is a warning, not an outage: readiness does not depend on it, and reconciling goes on with what the
+served schema allows (the ModelBooster controller reports the fields a served schema would prune).
+The child kinds are judged only when the chart installs them (`--check-child-crds`, off when Kthena provides
+its own child CRDs, which carry no digest of ours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from process.flags import add_switch
+from reconciler.runtime.events import EventRecorder
+from reconciler.runtime.flags import ENV_PREFIX
+from reconciler.runtime.manager import Manager
+from reconciler.runtime.served import ServedCrd, ServedResources
+from shared.crd_digest import CrdJudgement, judge, outdated_message
+from shared.crds import expected_digests
+
+logger = logging.getLogger(__name__)
+
+EVENT_REASON: Final = "CRDOutdated"
+
+
+@dataclass(frozen=True)
+class CrdCheckSettings:
+    check_children: bool = True
+
+
+def add_crd_check_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
+    add_switch(
+        parser,
+        "--check-child-crds",
+        dest="check_child_crds",
+        default=True,
+        help="judge the five child CRDs too (off when Kthena, not this chart, installs them)",
+        prefix=ENV_PREFIX,
+        parser=parser,
+        environ=os.environ if environ is None else environ,
+    )
+
+
+def crd_check_settings_from_args(args: argparse.Namespace) -> CrdCheckSettings:
+    return CrdCheckSettings(check_children=bool(args.check_child_crds))
+
+
+class CrdCheck:
+    """Judges our CRDs as the served ones change; see the module docstring."""
+
+    def __init__(
+        self,
+        served: ServedResources,
+        *,
+        expected: Mapping[str, str],
+        registry: CollectorRegistry,
+        recorder: EventRecorder | None,
+        version: str,
+    ) -> None:
+        self.served = served
+        self.expected = dict(expected)
+        self.recorder = recorder
+        self.version = version
+        self.outdated = Gauge(
+            "modelbooster_crd_outdated",
+            "1 when the served CRD is not the one this version generates (apply this release's CRDs), else 0.",
+            ["crd"],
+            registry=registry,
+        )
+        self.judgements: dict[str, CrdJudgement] = {}
+        self._started = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        served.subscribe(self._on_change)
+
+    async def run(self) -> None:
+        """Judge every CRD once the CRD watch has listed; later changes arrive through the subscription."""
+        await self.served.wait_synced()
+        self._started = True
+        for name in self.expected:
+            self._judge(name)
+
+    def _on_change(self, old: ServedCrd | None, new: ServedCrd | None) -> None:
+        changed = new if new is not None else old
+        if self._started and changed is not None and changed.name in self.expected:
+            self._judge(changed.name)
+
+    def _judge(self, name: str) -> None:
+        crd = self.served.crds().get(name)
+        judgement = judge(
+            name, expected=self.expected[name], served_annotations=None if crd is None else crd.annotations
+        )
+        before = self.judgements.get(name)
+        self.judgements[name] = judgement
+        self.outdated.labels(crd=name).set(1 if judgement.outdated else 0)
+        if judgement.outdated and (before is None or before != judgement):
+            message = outdated_message(judgement, version=self.version)
+            logger.warning(message)
+            if crd is not None:
+                self._post_event(crd, message)
+        elif before is not None and before.outdated and not judgement.outdated:
+            logger.info("CustomResourceDefinition %s is %s now", name, judgement.verdict)
+
+    def _post_event(self, crd: ServedCrd, message: str) -> None:
+        if self.recorder is None:
+            return
+        metadata: dict[str, Any] = dict(crd.raw.get("metadata") or {})
+        involved = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {key: metadata.get(key) for key in ("name", "uid", "resourceVersion")},
+        }
+        task = asyncio.get_running_loop().create_task(
+            self.recorder.emit(involved, type="Warning", reason=EVENT_REASON, message=message)
+        )
+        self._tasks.add(task)  # keep a reference until done (the loop holds tasks weakly)
+        task.add_done_callback(self._tasks.discard)
+
+
+def register_crd_check(
+    manager: Manager,
+    served: ServedResources,
+    *,
+    settings: CrdCheckSettings,
+    recorder: EventRecorder | None,
+    version: str,
+) -> CrdCheck:
+    """Judge our CRDs on every replica from start to shutdown (the metric is every replica's)."""
+    check = CrdCheck(
+        served,
+        expected=expected_digests(include_children=settings.check_children),
+        registry=manager.metrics.registry,
+        recorder=recorder,
+        version=version,
+    )
+    manager.add_background(check.run)
+    return check

@@ -1,0 +1,416 @@
+"""The closed loop around an optimisation run: measure targeted Servers, then publish and act on the decision
+(docs/design/inferno.md §13).
+
+Before the optimiser runs, `measure` fills each targeted Server's `spec.currentAlloc`: `numReplicas` from the
+target's scale status, and with Prometheus configured `load.arrivalRate` and `load.avgLength` from vLLM's
+metrics (reconciler.inferno.load). A Server whose load cannot be measured keeps its last load.
+
+After the run, `actuate` publishes every Server's decision on /metrics (`inferno_desired_replicas`, for KEDA or
+an HPA) and, for Servers with `actuation: Scale`, sets the target's `/scale`: clamped to the bounds, scale-down
+stabilised (reconciler.inferno.actuation), never on missing data, never changing an accelerator, never on a
+target an AutoscalingPolicy scales or a ModelBooster without the external-replicas opt-in
+(reconciler.inferno.targets). Each Server's status says what happened (`LoadMeasured`, `ScalingActive`);
+a change of the target is a Normal `Scaled` event, a new reason not to measure or scale a Warning event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from prometheus_client import Gauge
+from pydantic import ValidationError
+
+from optimizer.system import Allocation
+from reconciler.inferno.actuation import Stabilizers
+from reconciler.inferno.load import LoadQueries, measure_load
+from reconciler.inferno.metrics import InfernoMetrics
+from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
+from reconciler.inferno.targets import Scale, TargetProblem, Targets
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.conditions import ConditionStatus, WantedCondition, merge_conditions, status_differs
+from reconciler.runtime.events import EventRecorder
+from reconciler.runtime.informer import Informer
+from reconciler.runtime.kinds import Kind
+from shared.api import inferno as api
+from shared.durations import parse_duration
+
+logger = logging.getLogger(__name__)
+
+CONDITION_LOAD_MEASURED: Final = "LoadMeasured"
+CONDITION_SCALING_ACTIVE: Final = "ScalingActive"
+REASON_MEASURED: Final = "Measured"
+REASON_REPLICAS_ONLY: Final = "ReplicasMeasured"
+REASON_METRICS_UNAVAILABLE: Final = "MetricsUnavailable"
+REASON_SCALED: Final = "Scaled"
+REASON_AT_DECISION: Final = "AtDecision"
+REASON_STABILIZING: Final = "ScaleDownStabilizing"
+REASON_UNALLOCATED: Final = "Unallocated"
+REASON_ACCELERATOR_UNKNOWN: Final = "AcceleratorUnknown"
+REASON_ACCELERATOR_CHANGE: Final = "AcceleratorChangeRecommended"
+REASON_SCALE_FAILED: Final = "ScaleFailed"
+EVENT_SCALED: Final = "Scaled"
+EVENT_LOAD_UNAVAILABLE: Final = "LoadUnavailable"
+EVENT_NOT_SCALED: Final = "NotScaled"
+# A rate kept to the millirequest per minute: finer digits are noise, and each one would be a write.
+ARRIVAL_DIGITS: Final = 3
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What `measure` learnt about one targeted Server (keyed by metadata.name)."""
+
+    kind: Kind | None
+    scale: Scale | None
+    load_ok: bool  # the load in currentAlloc is this run's (or Prometheus is not used)
+    reason: str  # LoadMeasured reason
+    message: str
+
+
+@dataclass(frozen=True)
+class _Targeted:
+    obj: dict[str, Any]
+    server: api.Server
+
+    @property
+    def name(self) -> str:
+        return str((self.obj.get("metadata") or {}).get("name") or "")
+
+
+class ClosedLoop:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        servers: Informer,
+        server_kind: Kind,
+        recorder: EventRecorder,
+        metrics: InfernoMetrics,
+        field_manager: str,
+        prometheus: PrometheusClient | None,
+        queries: LoadQueries,
+        concurrency: int = 16,
+        now: Callable[[], str],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.servers = servers
+        self.server_kind = server_kind
+        self.recorder = recorder
+        self.metrics = metrics
+        self.field_manager = field_manager
+        self.prometheus = prometheus
+        self.queries = queries
+        self.targets = Targets(client, field_manager=field_manager)
+        self.stabilizers = Stabilizers()
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._now = now
+        self._clock = clock
+
+    async def close(self) -> None:
+        if self.prometheus is not None:
+            await self.prometheus.close()
+
+    def forget(self, namespace: str, name: str) -> None:
+        self.stabilizers.forget(namespace, name)
+
+    # ------------------------------------------------------------------ measuring
+    def _targeted(self, namespace: str) -> list[_Targeted]:
+        found = []
+        for obj in self.servers.objects(namespace):
+            if not (obj.get("spec") or {}).get("targetRef"):
+                continue
+            try:
+                server = api.Server.model_validate({k: v for k, v in obj.items() if k != "status"})
+            except ValidationError:
+                continue  # the run's validation reports it by field
+            found.append(_Targeted(obj, server))
+        return found
+
+    async def measure(self, namespace: str) -> dict[str, Measurement]:
+        self.targets.new_run()
+        targeted = self._targeted(namespace)
+        results = await asyncio.gather(*(self._measure_bounded(namespace, one) for one in targeted))
+        return {one.name: result for one, result in zip(targeted, results, strict=True)}
+
+    async def _measure_bounded(self, namespace: str, one: _Targeted) -> Measurement:
+        async with self._semaphore:
+            return await self._measure_one(namespace, one)
+
+    async def _measure_one(self, namespace: str, one: _Targeted) -> Measurement:
+        spec = one.server.spec
+        assert spec.target_ref is not None
+        ref = spec.target_ref
+        try:
+            kind = await self.targets.kind_of(ref)
+            scale = await self.targets.read_scale(kind, namespace, ref.name)
+        except TargetProblem as problem:
+            self.metrics.load_failures.labels("target").inc()
+            return Measurement(None, None, False, problem.reason, problem.message)
+        existing = (one.obj.get("spec") or {}).get("currentAlloc")
+        # What we write: the replica count and the load's two measured fields, merged into what is there (the
+        # accelerator, the COVs and anything else are the user's; a merge patch leaves them alone even when
+        # the user edits them while we measure). A Server without currentAlloc gets one, accelerator unknown.
+        owned: dict[str, Any] = {"numReplicas": scale.observed}
+        if not isinstance(existing, dict):
+            owned["accelerator"] = ""
+        measurement = Measurement(
+            kind, scale, True, REASON_REPLICAS_ONLY, f"replicas from {kind.kind} {ref.name}; load as written"
+        )
+        if self.prometheus is not None:
+            try:
+                load = await measure_load(
+                    self.prometheus,
+                    self.queries,
+                    namespace=namespace,
+                    model=spec.model,
+                    server=spec.name,
+                    target=ref.name,
+                )
+            except QueryFailure as failure:
+                self.metrics.load_failures.labels(failure.reason).inc()
+                message = f"Prometheus: {failure.message}; keeping the last load, scaling nothing"
+                measurement = Measurement(kind, scale, False, REASON_METRICS_UNAVAILABLE, message)
+            else:
+                measured: dict[str, Any] = {"arrivalRate": round(load.arrival_rate, ARRIVAL_DIGITS)}
+                if load.avg_length is not None:
+                    measured["avgLength"] = load.avg_length
+                else:
+                    last = (existing or {}).get("load") if isinstance(existing, dict) else None
+                    if not isinstance(last, dict) or "avgLength" not in last:
+                        measured["avgLength"] = 0  # required with arrivalRate; no traffic has no length yet
+                owned["load"] = measured
+                measurement = Measurement(
+                    kind,
+                    scale,
+                    True,
+                    REASON_MEASURED,
+                    f"replicas from {kind.kind} {ref.name}; load from Prometheus over {self.queries.window}",
+                )
+        if not _contains(existing, owned):
+            try:
+                await self._write_current(one.obj, owned)
+            except ApiError as error:
+                return Measurement(kind, scale, False, "WriteFailed", f"writing currentAlloc: {error}")
+        return measurement
+
+    async def _write_current(self, obj: dict[str, Any], owned: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        stored = await self.client.patch(
+            self.server_kind,
+            str(meta.get("namespace") or ""),
+            str(meta.get("name")),
+            {"spec": {"currentAlloc": owned}},
+            field_manager=self.field_manager,
+        )
+        self.servers.write_through(stored)
+
+    # ------------------------------------------------------------------ acting
+    async def actuate(
+        self,
+        namespace: str,
+        *,
+        servers: Mapping[str, dict[str, Any]],
+        allocations: Mapping[str, Allocation],
+        measurements: Mapping[str, Measurement],
+    ) -> list[str]:
+        """Publish every Server's decision and scale the targets that ask for it; the names of Servers whose
+        load is stale (for the run's message)."""
+        series: set[tuple[Gauge, tuple[str, ...]]] = set()
+        stale: list[str] = []
+        jobs = []
+        for spec_name, obj in servers.items():
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            allocation = allocations.get(spec_name)
+            measurement = measurements.get(name)
+            self._publish(namespace, name, obj, allocation=allocation, measurement=measurement, series=series)
+            if measurement is not None and not measurement.load_ok:
+                stale.append(name)
+            if measurement is not None:
+                jobs.append(self._act_bounded(namespace, obj, allocation, measurement, series))
+        await asyncio.gather(*jobs)
+        self.metrics.publish_servers(namespace, series)
+        return sorted(stale)
+
+    def _publish(
+        self,
+        namespace: str,
+        name: str,
+        obj: dict[str, Any],
+        *,
+        allocation: Allocation | None,
+        measurement: Measurement | None,
+        series: set[tuple[Gauge, tuple[str, ...]]],
+    ) -> None:
+        def put(gauge: Gauge, labels: tuple[str, ...], value: float) -> None:
+            gauge.labels(*labels).set(value)
+            series.add((gauge, labels))
+
+        spec = obj.get("spec") or {}
+        ref = spec.get("targetRef") or {}
+        target_kind, target_name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        accelerator = allocation.accelerator if allocation is not None else ""
+        replicas = allocation.num_replicas if allocation is not None else 0
+        put(self.metrics.desired_replicas, (namespace, name, target_kind, target_name, accelerator), replicas)
+        put(self.metrics.unallocated, (namespace, name), 0 if allocation is not None and accelerator else 1)
+        load = ((spec.get("currentAlloc") or {}).get("load")) or {}
+        if isinstance(load.get("arrivalRate"), int | float):
+            put(self.metrics.arrival_rate, (namespace, name), float(load["arrivalRate"]))
+        if isinstance(load.get("avgLength"), int | float):
+            put(self.metrics.avg_length, (namespace, name), float(load["avgLength"]))
+        if allocation is not None and accelerator and allocation.itl_average:
+            put(self.metrics.predicted_itl, (namespace, name), allocation.itl_average / 1000.0)
+        if measurement is not None:
+            put(self.metrics.load_stale, (namespace, name), 0 if measurement.load_ok else 1)
+            if measurement.scale is not None:
+                put(
+                    self.metrics.current_replicas,
+                    (namespace, name, target_kind, target_name),
+                    measurement.scale.observed,
+                )
+
+    async def _act_bounded(
+        self,
+        namespace: str,
+        obj: dict[str, Any],
+        allocation: Allocation | None,
+        measurement: Measurement,
+        series: set[tuple[Gauge, tuple[str, ...]]],
+    ) -> None:
+        async with self._semaphore:
+            await self._act(namespace, obj, allocation, measurement, series)
+
+    async def _act(
+        self,
+        namespace: str,
+        obj: dict[str, Any],
+        allocation: Allocation | None,
+        measurement: Measurement,
+        series: set[tuple[Gauge, tuple[str, ...]]],
+    ) -> None:
+        spec = obj.get("spec") or {}
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        load_status: ConditionStatus = "True" if measurement.load_ok else "False"
+        wanted = [WantedCondition(CONDITION_LOAD_MEASURED, load_status, measurement.reason, measurement.message)]
+        status: dict[str, Any] = {}
+        if spec.get("actuation") == api.ACTUATION_SCALE:
+            scaling = await self._scale(namespace, obj, allocation, measurement)
+            wanted.append(scaling.condition)
+            if scaling.changed:
+                status["lastScaleTime"] = self._now()
+            if scaling.condition.status == "False":
+                labels = (namespace, name, scaling.condition.reason)
+                self.metrics.scale_blocked.labels(*labels).set(1)
+                series.add((self.metrics.scale_blocked, labels))
+        await self._report(obj, wanted, status)
+
+    async def _scale(
+        self, namespace: str, obj: dict[str, Any], allocation: Allocation | None, measurement: Measurement
+    ) -> _Scaling:
+        spec = obj.get("spec") or {}
+        ref = spec.get("targetRef") or {}
+        target = f"{ref.get('kind')} {ref.get('name')}"
+        if measurement.kind is None or measurement.scale is None:
+            return _Scaling.blocked(measurement.reason, f"not scaling: {measurement.message}")
+        if not measurement.load_ok:
+            return _Scaling.blocked(REASON_METRICS_UNAVAILABLE, f"not scaling {target} on missing data")
+        if allocation is None or not allocation.accelerator:
+            message = f"the last run could not place this server; {target} left as is"
+            return _Scaling.blocked(REASON_UNALLOCATED, message)
+        current_accelerator = str((spec.get("currentAlloc") or {}).get("accelerator") or "")
+        if not current_accelerator:
+            return _Scaling.blocked(
+                REASON_ACCELERATOR_UNKNOWN,
+                f"set spec.currentAlloc.accelerator to the accelerator {target} runs on; the optimiser recommends "
+                f"{allocation.num_replicas} x {allocation.accelerator}",
+            )
+        if allocation.accelerator != current_accelerator:
+            return _Scaling.blocked(
+                REASON_ACCELERATOR_CHANGE,
+                f"the optimiser recommends {allocation.num_replicas} x {allocation.accelerator} instead of "
+                f"{current_accelerator}; Scale never changes an accelerator: move {target} yourself",
+            )
+        kind, scale = measurement.kind, measurement.scale
+        try:
+            bounds = await self.targets.bounds(
+                kind, namespace, str(ref.get("name")), server_min=spec.get("minReplicas"),
+                server_max=spec.get("maxReplicas"),
+            )  # fmt: skip
+        except TargetProblem as problem:
+            return _Scaling.blocked(problem.reason, problem.message)
+        desired = bounds.clamp(allocation.num_replicas)
+        window = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        stabilizer = self.stabilizers.get(namespace, name, window=window)
+        replicas = stabilizer.recommend(now=self._clock(), desired=desired, current=scale.spec_replicas)
+        detail = f"decided {allocation.num_replicas}, bounds {bounds.minimum}..{bounds.maximum} of {bounds.source}"
+        if replicas == scale.spec_replicas:
+            if replicas > desired:
+                return _Scaling.active(REASON_STABILIZING, f"{target} stays at {replicas} within the window ({detail})")
+            return _Scaling.active(REASON_AT_DECISION, f"{target} at {replicas} ({detail})")
+        try:
+            await self.targets.write_scale(kind, namespace, str(ref.get("name")), replicas)
+        except ApiError as error:
+            return _Scaling.blocked(REASON_SCALE_FAILED, f"setting {target} scale to {replicas}: {error}")
+        direction = "up" if replicas > scale.spec_replicas else "down"
+        self.metrics.scale_changes.labels(direction).inc()
+        message = f"scaled {target} from {scale.spec_replicas} to {replicas} replicas ({detail})"
+        logger.info("inferno %s/%s: %s", namespace, name, message)
+        await self.recorder.emit(obj, type="Normal", reason=EVENT_SCALED, message=message)
+        return _Scaling(WantedCondition(CONDITION_SCALING_ACTIVE, "True", REASON_SCALED, message), changed=True)
+
+    async def _report(self, obj: dict[str, Any], wanted: Sequence[WantedCondition], extra: dict[str, Any]) -> None:
+        """Write the Server's conditions when they changed; a new reason for not measuring or not scaling is
+        also a Warning event (once, not every period)."""
+        old_status = obj.get("status") or {}
+        previous = {str(c.get("type")): c for c in old_status.get("conditions") or () if isinstance(c, dict)}
+        for want in wanted:
+            before = previous.get(want.type) or {}
+            if want.status == "False" and (before.get("status") != "False" or before.get("reason") != want.reason):
+                event = EVENT_LOAD_UNAVAILABLE if want.type == CONDITION_LOAD_MEASURED else EVENT_NOT_SCALED
+                await self.recorder.emit(obj, type="Warning", reason=event, message=want.message)
+        conditions = merge_conditions(old_status.get("conditions"), wanted, generation=None, now=self._now())
+        status: dict[str, Any] = {"conditions": conditions}
+        status.update(extra)
+        if not status_differs(old_status, status):
+            return
+        meta = obj.get("metadata") or {}
+        try:
+            stored = await self.client.patch(
+                self.server_kind,
+                str(meta.get("namespace") or ""),
+                str(meta.get("name")),
+                {"status": status},
+                subresource="status",
+                field_manager=self.field_manager,
+            )
+        except ApiError as error:
+            logger.warning("inferno: writing the status of Server %s failed: %s", meta.get("name"), error)
+            return
+        self.servers.write_through(stored)
+
+
+def _contains(value: Any, part: Any) -> bool:
+    """Whether merging `part` into `value` (a JSON merge patch without nulls) would change nothing."""
+    if isinstance(part, dict):
+        return isinstance(value, dict) and all(_contains(value.get(key), item) for key, item in part.items())
+    # Numbers compare by value (the API server may hand back 60 for the 60.0 we wrote); true is not 1.
+    return bool(value == part) and isinstance(value, bool) == isinstance(part, bool)
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    condition: WantedCondition
+    changed: bool = False
+
+    @classmethod
+    def blocked(cls, reason: str, message: str) -> _Scaling:
+        return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "False", reason, message))
+
+    @classmethod
+    def active(cls, reason: str, message: str) -> _Scaling:
+        return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "True", reason, message))

@@ -1,0 +1,274 @@
+"""The pieces of Inferno's closed loop that need no server: reading a Prometheus answer (hostile ones too), the
+load query templates, scale-down stabilisation, the new API fields, and the flags (docs/design/inferno.md §13)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from reconciler.inferno.actuation import Stabilizer
+from reconciler.inferno.controller import (
+    InfernoSettingsError,
+    add_inferno_arguments,
+    inferno_settings_from_args,
+    optimizer_interval,
+)
+from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, LoadQueries, LoadQueryError
+from reconciler.inferno.prometheus import PrometheusSettings, PrometheusSettingsError, QueryFailure, parse_number
+from reconciler.inferno.targets import Bounds, _binding_targets
+from shared.api import inferno as api
+
+
+def answer(result_type: str, result: Any, *, status: str = "success") -> bytes:
+    return json.dumps({"status": status, "data": {"resultType": result_type, "result": result}}).encode()
+
+
+# --- Prometheus answers ----------------------------------------------------------------------------------
+
+
+def test_a_vector_of_one_sample_is_its_value() -> None:
+    assert parse_number(200, answer("vector", [{"metric": {}, "value": [1.5, "601.25"]}])) == 601.25
+
+
+def test_a_scalar_is_its_value() -> None:
+    assert parse_number(200, answer("scalar", [1.5, "3"])) == 3.0
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (200, answer("vector", []), "no_data"),
+        (200, answer("vector", [{"value": [1, "NaN"]}]), "not_a_number"),
+        (200, answer("vector", [{"value": [1, "+Inf"]}]), "not_a_number"),
+        (200, answer("vector", [{"value": [1, "1"]}, {"value": [1, "2"]}]), "bad_response"),
+        (200, answer("matrix", []), "bad_response"),
+        (200, answer("vector", [{"value": [1, 2]}]), "bad_response"),
+        (200, answer("vector", [{"value": [1, "twelve"]}]), "bad_response"),
+        (200, b"<html>proxy</html>", "bad_response"),
+        (200, b"[1, 2]", "bad_response"),
+        (200, json.dumps({"status": "success"}).encode(), "bad_response"),
+        (400, json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"}).encode(), "error"),
+        (503, b"Service Unavailable", "error"),
+    ],
+)
+def test_anything_but_one_finite_number_is_a_failure_with_its_reason(status: int, body: bytes, reason: str) -> None:
+    with pytest.raises(QueryFailure) as caught:
+        parse_number(status, body)
+    assert caught.value.reason == reason
+
+
+def test_a_long_error_is_clipped() -> None:
+    body = json.dumps({"status": "error", "errorType": "execution", "error": "x" * 10_000}).encode()
+    with pytest.raises(QueryFailure) as caught:
+        parse_number(422, body)
+    assert len(caught.value.message) < 500
+
+
+def test_prometheus_settings_name_the_flag_at_fault(tmp_path: Any) -> None:
+    with pytest.raises(PrometheusSettingsError, match="--prometheus-url"):
+        PrometheusSettings(url="prometheus:9090")
+    with pytest.raises(PrometheusSettingsError, match="--prometheus-ca-file"):
+        PrometheusSettings(url="https://p:9090", ca_file=str(tmp_path / "missing.pem"))
+    with pytest.raises(PrometheusSettingsError, match="--prometheus-timeout"):
+        PrometheusSettings(url="http://p:9090", timeout=0)
+
+
+# --- query templates -------------------------------------------------------------------------------------
+
+
+def test_the_default_queries_read_vllm_metrics_of_the_model_in_the_namespace() -> None:
+    queries = LoadQueries()
+    rendered = queries.render(DEFAULT_ARRIVAL_QUERY, namespace="serving", model="llama", server="s", target="t")
+    assert rendered == (
+        'sum(rate(vllm:request_success_total{namespace="serving",model_name="llama"}[2m])) * 60'
+    )
+
+
+def test_names_are_escaped_into_promql_strings() -> None:
+    queries = LoadQueries()
+    rendered = queries.render(queries.arrival, namespace="ns", model='a"} or vector(1e9) #\\', server="", target="")
+    assert 'model_name="a\\"} or vector(1e9) #\\\\"' in rendered
+
+
+@pytest.mark.parametrize(
+    ("arrival", "message"),
+    [("sum(rate(x{pod=\"$pod\"}[$window]))", "unknown variable(s) pod"), ("x $", "not a valid template")],
+)
+def test_a_bad_template_is_refused_naming_the_flag(arrival: str, message: str) -> None:
+    with pytest.raises(LoadQueryError, match=re.escape(f"--prometheus-arrival-query: {message}")):
+        LoadQueries(arrival=arrival)
+
+
+# --- stabilisation ---------------------------------------------------------------------------------------
+
+
+def test_up_at_once_down_only_to_the_highest_decision_of_the_window() -> None:
+    stabilizer = Stabilizer(window=300)
+    assert stabilizer.recommend(now=0, desired=5, current=2) == 5
+    assert stabilizer.recommend(now=60, desired=3, current=5) == 5  # 5 was decided within the window
+    assert stabilizer.recommend(now=200, desired=4, current=5) == 5
+    assert stabilizer.recommend(now=301, desired=3, current=5) == 4  # the 5 at t=0 has left the window
+    assert stabilizer.recommend(now=501, desired=3, current=4) == 3
+
+
+def test_a_first_sight_counts_the_current_replicas_as_a_decision() -> None:
+    # A new leader (empty history) in a load dip does not scale down at once.
+    stabilizer = Stabilizer(window=300)
+    assert stabilizer.recommend(now=0, desired=2, current=5) == 5
+    assert stabilizer.recommend(now=299, desired=2, current=5) == 5
+    assert stabilizer.recommend(now=301, desired=2, current=5) == 2
+
+
+def test_a_flickering_decision_changes_nothing_after_the_first_rise() -> None:
+    stabilizer = Stabilizer(window=10)
+    current = 2
+    changes = 0
+    for step in range(100):
+        wanted = stabilizer.recommend(now=step, desired=3 if step % 3 else 2, current=current)
+        changes += wanted != current
+        current = wanted
+    assert (changes, current) == (1, 3)
+
+
+def test_a_zero_window_follows_the_decision() -> None:
+    stabilizer = Stabilizer(window=0)
+    assert [stabilizer.recommend(now=t, desired=d, current=c) for t, d, c in ((0, 5, 2), (1, 3, 5), (2, 1, 3))] == [
+        5, 3, 1,
+    ]  # fmt: skip
+
+
+def test_bounds_clamp() -> None:
+    bounds = Bounds(minimum=2, maximum=5, source="Server")
+    assert [bounds.clamp(n) for n in (0, 2, 4, 9)] == [2, 2, 4, 5]
+
+
+# --- bindings that scale a ModelServing ------------------------------------------------------------------
+
+
+def test_a_binding_names_its_target_in_either_configuration() -> None:
+    homogeneous = {"scalingConfiguration": {"target": {"targetRef": {"name": "m-a"}}}}
+    heterogeneous = {"optimizerConfiguration": {"params": [{"target": {"targetRef": {"kind": "ModelServing",
+                                                                                        "name": "m-b"}}}]}}  # fmt: skip
+    assert _binding_targets(homogeneous, "m-a")
+    assert _binding_targets(heterogeneous, "m-b")
+    assert not _binding_targets(homogeneous, "m-b")
+    assert not _binding_targets({"scalingConfiguration": "nonsense"}, "m-a")
+
+
+# --- API fields ------------------------------------------------------------------------------------------
+
+
+def server(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": api.API_VERSION, "kind": "Server", "metadata": {"name": "s"},
+            "spec": {"name": "s", "class": "Premium", "model": "m", **spec}}  # fmt: skip
+
+
+def test_the_reference_servers_stay_valid_and_the_new_fields_are_optional() -> None:
+    assert api.Server.model_validate(server()).spec.target_ref is None
+    target = {"kind": "Deployment", "name": "d"}
+    fields = {"actuation": "Scale", "minReplicas": 1, "maxReplicas": 4, "scaleDownStabilization": "2m30s"}
+    parsed = api.Server.model_validate(server(targetRef=target, **fields))
+    assert parsed.spec.target_ref is not None
+    assert (parsed.spec.target_ref.kind, parsed.spec.actuation, parsed.spec.max_replicas) == ("Deployment", "Scale", 4)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"actuation": "Scaled"},
+        {"minReplicas": 5, "maxReplicas": 2},
+        {"scaleDownStabilization": "5 minutes"},
+        {"scaleDownStabilization": "-5m"},
+        {"targetRef": {"kind": "", "name": "x"}},
+    ],
+)
+def test_bad_new_fields_are_refused(spec: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        api.Server.model_validate(server(**spec))
+
+
+def optimizer(**spec: Any) -> dict[str, Any]:
+    flags = {"unlimited": True, "heterogeneous": False, "milpSolver": False, "useCplex": False}
+    return {"apiVersion": api.API_VERSION, "kind": "Optimizer", "metadata": {"name": "o"},
+            "spec": {"optimize": False, "data": {"optimizer": flags}, **spec}}  # fmt: skip
+
+
+def test_an_optimizer_interval_is_a_go_duration_of_at_least_100ms() -> None:
+    assert optimizer_interval(optimizer(interval="1m30s")) == 90
+    assert optimizer_interval(optimizer()) is None
+    assert optimizer_interval(optimizer(interval="50ms")) is None  # refused by the model, never scheduled
+    with pytest.raises(ValidationError, match="shorter than 100ms"):
+        api.Optimizer.model_validate(optimizer(interval="50ms"))
+    with pytest.raises(ValidationError):
+        api.Optimizer.model_validate(optimizer(interval="often"))
+
+
+# --- flags -----------------------------------------------------------------------------------------------
+
+
+def parse(*argv: str, environ: dict[str, str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_inferno_arguments(parser, environ=environ or {})
+    return parser.parse_args(list(argv))
+
+
+def test_prometheus_flags_make_the_settings(tmp_path: Any) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret\n")
+    args = parse("--prometheus-url", "https://prom:9090", "--prometheus-bearer-token-file", str(token),
+                 "--prometheus-window", "5m", "--prometheus-timeout", "3")  # fmt: skip
+    settings = inferno_settings_from_args(args, environ={})
+    assert settings.prometheus == PrometheusSettings(url="https://prom:9090", bearer_token_file=str(token), timeout=3)
+    assert settings.load_queries.window == "5m"
+
+
+def test_without_a_prometheus_url_loads_are_what_the_servers_say() -> None:
+    assert inferno_settings_from_args(parse(), environ={}).prometheus is None
+
+
+def test_the_url_can_come_from_the_environment() -> None:
+    args = parse(environ={"MODELBOOSTER_RECONCILER_PROMETHEUS_URL": "http://prom:9090"})
+    settings = inferno_settings_from_args(args, environ={})
+    assert settings.prometheus is not None
+    assert settings.prometheus.url == "http://prom:9090"
+
+
+def test_a_bad_query_flag_is_a_settings_error() -> None:
+    with pytest.raises(InfernoSettingsError, match="--prometheus-length-query"):
+        inferno_settings_from_args(parse("--prometheus-length-query", "x[$windw]"), environ={})
+
+
+# --- per-Server series -----------------------------------------------------------------------------------
+
+
+def test_a_run_replaces_its_namespaces_series_and_a_lost_leadership_withdraws_them() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from reconciler.inferno.metrics import InfernoMetrics
+
+    registry = CollectorRegistry()
+    metrics = InfernoMetrics(registry)
+
+    def desired(namespace: str, server: str) -> float | None:
+        labels = {"namespace": namespace, "server": server, "target_kind": "", "target_name": "", "accelerator": "G2"}
+        return registry.get_sample_value("inferno_desired_replicas", labels)
+
+    def run(namespace: str, *servers: str) -> None:
+        series = set()
+        for server in servers:
+            labels = (namespace, server, "", "", "G2")
+            metrics.desired_replicas.labels(*labels).set(2)
+            series.add((metrics.desired_replicas, labels))
+        metrics.publish_servers(namespace, series)
+
+    run("a", "s1", "s2")
+    run("b", "s3")
+    run("a", "s1")  # s2 deleted
+    assert (desired("a", "s1"), desired("a", "s2"), desired("b", "s3")) == (2, None, 2)
+    metrics.withdraw_servers()
+    assert (desired("a", "s1"), desired("b", "s3")) == (None, None)
