@@ -45,7 +45,7 @@ def _apply(api: Any, crd: dict[str, Any], manager: str, *, force: bool) -> tuple
     try:
         body = raw_request(api, "PATCH", f"{CRD_PATH}/{crd['metadata']['name']}?{query}", body=crd, content_type=APPLY)
     except ApiException as error:
-        return int(error.status), json.loads(error.body)
+        return int(error.status), json.loads(error.body or "{}")
     return 200, body
 
 
