@@ -872,3 +872,31 @@ def informer_list_then_watch(r: Recorder) -> None:
         since=version,
         until=events_until_name("w2", "DELETED"),
     )
+
+
+@functools.cache
+def closed_port() -> int:
+    """One loopback port nothing listens on, the same for both servers' runs (it appears in the message)."""
+    from tests.e2e.processes import free_port
+
+    return free_port()
+
+
+@scenario
+def webhook_down(r: Recorder) -> None:
+    """Our webhook configurations pointing at a port nothing listens on (the webhook down): failurePolicy Fail."""
+    from dataclasses import replace
+
+    from tests.realapi.webhook import ADMISSION, KINDS, configurations_for
+
+    down = replace(r.webhook, https_port=closed_port())
+    documents = configurations_for(down, namespace=r.namespace, suffix=r.namespace)
+    for document in documents:
+        r.send("POST", f"{ADMISSION}/{KINDS[document['kind']]}", body=document)
+    try:
+        # The API server picks configurations up with a lag: wait until a dry run is refused.
+        poll(lambda: r.send("POST", f"{boosters(r)}?dryRun=All", body=booster("probe")).status != 201, timeout=15)
+        r.request("create while the webhook is down", "POST", boosters(r), body=booster("down"))
+    finally:
+        for document in documents:
+            r.send("DELETE", f"{ADMISSION}/{KINDS[document['kind']]}/{document['metadata']['name']}")
