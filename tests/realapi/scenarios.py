@@ -900,3 +900,82 @@ def webhook_down(r: Recorder) -> None:
     finally:
         for document in documents:
             r.send("DELETE", f"{ADMISSION}/{KINDS[document['kind']]}/{document['metadata']['name']}")
+
+
+# ---- CRDs the API server refuses at creation ----------------------------------------------------------------------
+
+
+def _crd_with(name: str, spec_schema: Obj) -> Obj:
+    """A namespaced CRD `<name>s.differential.example.com` whose spec has `spec_schema`."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{name}s.differential.example.com"},
+        "spec": {
+            "group": "differential.example.com",
+            "names": {"plural": f"{name}s", "singular": name, "kind": name.capitalize()},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}},
+                }
+            ],
+        },
+    }
+
+
+@scenario
+def crd_rules_refused_at_creation(r: Recorder) -> None:
+    """CEL rules the API server refuses when the CRD is created (dry runs: nothing is installed)."""
+    worker = {
+        "type": "object",
+        "properties": {"topology": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    cases: dict[str, Obj] = {
+        "oldSelf under an atomic list": {
+            "type": "object",
+            "properties": {
+                "workers": {
+                    "type": "array",
+                    "maxItems": 4,
+                    "items": {
+                        **worker,
+                        "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}],
+                    },
+                }
+            },
+        },
+        "optionalOldSelf without oldSelf": {
+            "type": "object",
+            "properties": {"a": {"type": "string", "maxLength": 8}},
+            "x-kubernetes-validations": [{"rule": "has(self.a)", "optionalOldSelf": True}],
+        },
+        "a rule over an unbounded list": {
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "self.items.all(x, self.items.all(y, x == y))"}],
+        },
+        "a transition rule under a map list": {
+            "type": "object",
+            "properties": {
+                "units": {
+                    "type": "array",
+                    "maxItems": 4,
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {"name": {"type": "string", "maxLength": 8}, "size": {"type": "integer"}},
+                        "x-kubernetes-validations": [{"rule": "self.size == oldSelf.size", "message": "size is fixed"}],
+                    },
+                }
+            },
+        },
+    }
+    for index, (label, schema) in enumerate(cases.items()):
+        crd = _crd_with(f"case{index}", schema)
+        r.request(label, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All", body=crd)
