@@ -176,6 +176,26 @@ def test_failure_policy_fail_turns_an_unreachable_webhook_into_a_500(custom: Any
     )
 
 
+def test_a_webhook_nothing_listens_for_is_refused_in_gos_words(custom: Any, widgets: FakeApiServer) -> None:
+    """As kube-apiserver v1.36.2 words it (tests/realapi differential suite): the errno's text, no Python address."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = webhook_configuration(
+        "ValidatingWebhookConfiguration", "down.example.com", path="/validate", ca_bundle="", rules=[WIDGET_RULE]
+    )
+    config["webhooks"][0]["clientConfig"] = {"url": f"https://127.0.0.1:{port}/validate"}
+    widgets.create(config)
+    with pytest.raises(ApiException) as caught:
+        create(custom, widget("w1"))
+    assert status_of(caught.value)["message"] == (
+        'Internal error occurred: failed calling webhook "down.example.com": failed to call webhook: '
+        f'Post "https://127.0.0.1:{port}/validate?timeout=10s": dial tcp 127.0.0.1:{port}: connect: connection refused'
+    )
+
+
 def test_failure_policy_ignore_lets_the_request_through(custom: Any, widgets: FakeApiServer) -> None:
     config = webhook_configuration(
         "ValidatingWebhookConfiguration",

@@ -375,7 +375,7 @@ def test_a_status_write_validates_the_status_schema_only_but_every_cel_rule(rigs
 def test_old_self_below_an_atomic_list_is_refused_when_the_crd_is_created(rigs: Rigs) -> None:
     rule = forbid("topology", TOPOLOGY, unless_kept=True)
     message = refused(lambda: rigs.install(rig_schema(worker_rules=[rule])))
-    workers = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[units].items.properties[workers]"
+    workers = "spec.validation.openAPIV3Schema.properties[spec].properties[units].items.properties[workers]"
     assert message == (
         f'CustomResourceDefinition.apiextensions.k8s.io "{NAME}" is invalid: '
         f'{workers}.items.x-kubernetes-validations[0].rule: Invalid value: "{rule["rule"]}": '

@@ -229,3 +229,35 @@ def test_custom_resources_leave_discovery_with_their_crd_and_lose_write_verbs_wh
         response = kube_client.call_api(*kube_client.param_serialize("GET", path))
         response.read()
         assert response.status == 404, path
+
+
+def test_a_new_crd_is_stored_as_the_real_server_stores_it(kube_client: Any) -> None:
+    """kube-apiserver v1.36.2: defaults owned by the creator, structs without `.` in managedFields, no conditions
+    yet (null) and the storage version recorded; a schema all versions share is checked as `spec.validation`."""
+    import copy as copying
+
+    from tests.apiserver.widgets import WIDGET_CRD
+
+    extensions = client.ApiextensionsV1Api(kube_client)
+    # A dry run shows the object as stored, before the CRD controllers report it Established (which the fake
+    # does at once on a real create).
+    created = extensions.create_custom_resource_definition(WIDGET_CRD, dry_run="All", _preload_content=False)
+    body = json.loads(created.data)
+    assert body["status"]["conditions"] is None
+    assert body["status"]["storedVersions"] == ["v1"]
+    fields = body["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+    assert "." not in fields
+    assert fields["f:conversion"] == {".": {}, "f:strategy": {}}
+    assert fields["f:names"] == {"f:kind": {}, "f:listKind": {}, "f:plural": {}, "f:shortNames": {}, "f:singular": {}}
+    bad = copying.deepcopy(WIDGET_CRD)
+    bad["metadata"]["name"] = "others.example.fakeapi.io"
+    bad["spec"]["names"] = {"plural": "others", "kind": "Other"}
+    for version in bad["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"]["type"] = ""
+    with pytest.raises(ApiException) as caught:
+        extensions.create_custom_resource_definition(bad)
+    assert message_of(caught.value) == (
+        'CustomResourceDefinition.apiextensions.k8s.io "others.example.fakeapi.io" is invalid: '
+        "spec.validation.openAPIV3Schema.properties[spec].properties[size].type: Required value: "
+        "must not be empty for specified object fields"
+    )

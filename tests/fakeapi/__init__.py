@@ -64,12 +64,16 @@ What it emulates (pinned by tests/apiserver/):
   the garbage collector's. Transition rules run only where the old value correlates (map keys, list-type
   map items), except with `optionalOldSelf` (then also on create, `oldSelf` none). Updates are ratcheted
   like v1.36: an OpenAPI error or a failed rule without `oldSelf` is spared (a rule failure as a warning)
-  when the value at its node — or at the nearest correlatable node above it — is unchanged; a value
-  holding an `x-kubernetes-preserve-unknown-fields` subtree never counts as unchanged, and CEL equality
-  over one is false (both as observed on v1.36.2). CRDs whose rules are estimated over the CEL cost budget
-  are refused (approximate estimate; see below), as are `oldSelf` below an atomic or set list ("oldSelf
-  cannot be used on the uncorrelatable portion of the schema within ...") and `optionalOldSelf` on a rule
-  without `oldSelf`.
+  when the value at its node — or at the nearest correlatable node above it — is unchanged, as
+  apiextensions' CachedDeepEqual decides: a map reaching an `x-kubernetes-preserve-unknown-fields` subtree
+  through maps never counts as unchanged, while atomic lists are compared whole, free-form values inside
+  them included; CEL equality over a free-form value is false (all as observed on v1.36.2, the first two
+  through tests/realapi's differential suite). After an OpenAPI error of a blocking kind (type, required,
+  enum, too long, too many) CEL rules are not run and `<nil>: ... some validation rules were not checked`
+  is reported instead; status-subresource messages name paths below `status`. CRDs whose rules are
+  estimated over the CEL cost budget are refused (approximate estimate; see below), as are `oldSelf`
+  below an atomic or set list ("oldSelf cannot be used on the uncorrelatable portion of the schema
+  within ...") and `optionalOldSelf` on a rule without `oldSelf`.
 - Deletion: finalizers and deletionTimestamp (+ generation bump), deletion once the last finalizer is
   removed, preconditions, propagationPolicy Background / Foreground / Orphan, ownerReference garbage
   collection like kube-controller-manager (dependents whose owners are all gone are deleted, dangling

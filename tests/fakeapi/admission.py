@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import ssl
 import uuid
 from collections.abc import Callable
@@ -344,9 +345,11 @@ class Admission:
 
 def _describe(err: aiohttp.ClientError) -> str:
     if isinstance(err, aiohttp.ClientConnectorError):
-        return f"dial tcp {err.host}:{err.port}: connect: {err.os_error.strerror or err.os_error}".lower().replace(
-            "connect call failed", "connection refused"
-        )
+        # Go prints the errno's text, as the C library words it in lower case ("connection refused"); Python's
+        # own message adds the address ("Connect call failed ('127.0.0.1', 1)").
+        code = err.os_error.errno
+        reason = os.strerror(code).lower() if code else str(err.os_error.strerror or err.os_error).lower()
+        return f"dial tcp {err.host}:{err.port}: connect: {reason}"
     return str(err) or type(err).__name__
 
 

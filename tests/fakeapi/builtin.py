@@ -725,14 +725,15 @@ def builtin_resources() -> list[ResourceInfo]:
             categories=["api-extensions"],
             type_schema=_partial(
                 {
-                    "spec": _partial(
+                    "spec": _struct(
                         {
+                            "names": _struct({}),
                             # Atomic, as kube-apiserver's OpenAPI says: a second field manager applying a
                             # different list conflicts on `.spec.versions` as a whole.
-                            "versions": {"type": "array", "x-kubernetes-list-type": "atomic"}
+                            "versions": {"type": "array", "x-kubernetes-list-type": "atomic"},
                         }
                     ),
-                    "status": _partial({"conditions": _keyed_list("type")}),
+                    "status": _struct({"conditions": _keyed_list("type")}),
                 }
             ),
         ),

@@ -8,7 +8,7 @@ from tests.fakeapi import errors as e
 from tests.fakeapi import meta, schema
 from tests.fakeapi.errors import FieldError
 from tests.fakeapi.resources import CustomResourceStrategy, ResourceInfo, Strategy, VersionInfo
-from tests.fakeapi.util import deep_copy
+from tests.fakeapi.util import deep_copy, json_equal
 
 Obj = dict[str, Any]
 
@@ -76,18 +76,27 @@ class CrdStrategy(Strategy):
     tracks_generation = True
     top_level_fields = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 
-    def prepare_for_create(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
+    def default(self, obj: Obj) -> None:
+        # apiextensions/v1 defaulting runs while the request is decoded: the creator owns these fields.
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
         spec.setdefault("conversion", {"strategy": "None"})
-        normalise_versions(spec)
-        names = spec.get("names") or {}
+        names = spec.get("names")
         if isinstance(names, dict):
             names.setdefault("singular", str(names.get("kind", "")).lower())
             names.setdefault("listKind", f"{names.get('kind', '')}List")
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        self.default(obj)
+        normalise_versions(spec)
+        storage = [v["name"] for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("storage")]
+        # As kube-apiserver v1.36.2 stores a new CRD: no conditions yet (null), the storage version recorded.
         obj["status"] = {
-            "conditions": [],
+            "conditions": None,
             "acceptedNames": {"plural": "", "kind": ""},
-            "storedVersions": [],
+            "storedVersions": storage[:1],
         }
 
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
@@ -136,6 +145,10 @@ def validate_crd(crd: Obj, old: Obj | None) -> list[FieldError]:
     storage = [v for v in versions if isinstance(v, dict) and v.get("storage")]
     if len(storage) != 1:
         errs.append(e.invalid("spec.versions", e.OMIT, "must have exactly one version marked as storage version"))
+    # kube-apiserver validates the internal form of a CRD, where a schema all versions share is hoisted to
+    # `spec.validation`: its errors name that path (seen on v1.36.2).
+    schemas = [(v.get("schema") or {}).get("openAPIV3Schema") if isinstance(v, dict) else None for v in versions]
+    shared = schemas[0] if all(isinstance(x, dict) and json_equal(x, schemas[0]) for x in schemas) else None
     seen: set[str] = set()
     for index, version in enumerate(versions):
         path = f"spec.versions[{index}]"
@@ -153,9 +166,11 @@ def validate_crd(crd: Obj, old: Obj | None) -> list[FieldError]:
         if not isinstance(open_api, dict):
             errs.append(e.required(schema_path, "schemas are required"))
             continue
-        errs.extend(_structural_errors(open_api, schema_path, root=True))
-        errs.extend(schema.check_rule_placement(open_api, schema_path))
-        errs.extend(schema.check_rule_costs(open_api, schema_path))
+        if shared is not None:
+            if index == 0:  # one schema for every version: checked once, where the internal API holds it
+                errs.extend(_schema_errors(open_api, "spec.validation.openAPIV3Schema"))
+            continue
+        errs.extend(_schema_errors(open_api, schema_path))
     if old is not None:
         old_spec = old.get("spec") or {}
         if old_spec.get("group") != spec.get("group"):
@@ -165,6 +180,14 @@ def validate_crd(crd: Obj, old: Obj | None) -> list[FieldError]:
         if old_spec.get("scope") != scope:
             errs.append(e.invalid("spec.scope", scope, "field is immutable"))
     return errs
+
+
+def _schema_errors(open_api: Obj, path: str) -> list[FieldError]:
+    return [
+        *_structural_errors(open_api, path, root=True),
+        *schema.check_rule_placement(open_api, path),
+        *schema.check_rule_costs(open_api, path),
+    ]
 
 
 def _structural_errors(node: Obj, path: str, *, root: bool = False) -> list[FieldError]:

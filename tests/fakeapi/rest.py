@@ -295,6 +295,10 @@ class Registry:
             items = items[:limit]
             list_meta["continue"] = _encode_continue(_key(items[-1]), list_rv)
             list_meta["remainingItemCount"] = remaining
+        elif req.res.custom:
+            # A custom resource list is unstructured: its metadata always carries `continue`, empty on the last
+            # page (kube-apiserver v1.36.2); typed lists omit it.
+            list_meta["continue"] = ""
         served = [self.external(req.res, req.version, o) for o in items]
         if not req.res.custom:
             # Items of built-in lists carry no apiVersion/kind on the wire.

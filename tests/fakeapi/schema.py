@@ -637,6 +637,14 @@ def check_rule_costs(schema: Obj, path: str) -> list[FieldError]:
             )
         total += item.cost * item.cardinality
     if total > cel.CRD_COST_LIMIT:
+        # apiextensions names the (up to four) most expensive rules too.
+        for item in sorted(costs, key=lambda c: c.cost * c.cardinality, reverse=True)[:4]:
+            errs.append(
+                e.forbidden(
+                    item.path,
+                    "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+                )
+            )
         errs.append(
             e.forbidden(
                 path,

@@ -15,7 +15,9 @@
 - `real_namespace` (function): a fresh namespace with a unique name, deleted afterwards (best effort; without
   kube-controller-manager it stays Terminating, which nothing else sees).
 - `real_crds` (session): the chart's CRDs (ModelBooster, Inferno, child CRDs) applied and Established.
-  Other CRD sets: `tests.realapi.crds.apply_crds` / `delete_crds`.
+  Other CRD sets for a while (another Kthena generation's children, an outdated CRD, a kind gone):
+  `with tests.realapi.crds.crds_replaced(api, documents, removed=[names]): ...` restores the chart's afterwards;
+  `apply_crds` / `delete_crds` for the rest.
 - `real_webhook_server` (session): our webhook process (the chart's arguments) serving on loopback with a
   certificate of the cluster CA; not registered by itself.
 - `real_webhook` (function): that webhook registered for `real_namespace` only, with the chart's webhook
@@ -102,7 +104,7 @@ def real_client(real_api: RealCluster) -> Iterator[Any]:
     try:
         yield api
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]  # the client's close() is not annotated
 
 
 def unique_name(prefix: str) -> str:

@@ -307,7 +307,9 @@ class ControlPlane:
                 f"--kubeconfig={identity.kubeconfig}",
                 f"--authentication-kubeconfig={identity.kubeconfig}",
                 f"--authorization-kubeconfig={identity.kubeconfig}",
-                "--controllers=*,-service-ca-certificate-publisher-controller",
+                # Not the root CA publisher: a kube-root-ca.crt ConfigMap appearing in every namespace would change
+                # what tests list there depending on whether a test before them needed this process.
+                "--controllers=*,-service-ca-certificate-publisher-controller,-root-ca-certificate-publisher-controller",
                 "--use-service-account-credentials=false",
                 f"--service-account-private-key-file={self._sa_key}",
                 f"--root-ca-file={cluster.ca_file}",

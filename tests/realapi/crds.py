@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -113,3 +114,24 @@ def delete_crds(api: Any, names: Iterable[str], *, timeout: float = 30.0) -> Non
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"CRD {name} still present after {timeout}s")
             time.sleep(0.05)
+
+
+@contextmanager
+def crds_replaced(
+    api: Any, documents: Iterable[Mapping[str, Any]] = (), *, removed: Iterable[str] = ()
+) -> Iterator[list[dict[str, Any]]]:
+    """Serve other CRDs for a while (another Kthena generation's children, an outdated CRD, a kind gone), then
+    the chart's again: `documents` applied and the CRDs named in `removed` deleted; yields the applied CRDs as
+    stored. CRDs are cluster-wide, so tests that use this must leave the cluster as they found it — this does."""
+    documents = list(documents)
+    removed = list(removed)
+    touched = {crd["metadata"]["name"] for crd in documents} | set(removed)
+    try:
+        stored = apply_crds(api, documents) if documents else []
+        delete_crds(api, removed)
+        yield stored
+    finally:
+        ours = [crd for crd in chart_crds() if crd["metadata"]["name"] in touched]
+        others = sorted(touched - {crd["metadata"]["name"] for crd in ours})
+        delete_crds(api, others)
+        apply_crds(api, ours)

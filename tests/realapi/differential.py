@@ -213,6 +213,8 @@ def facets_of(answer: Answer, *, keep: tuple[str, ...], namespace: str) -> dict[
     elif isinstance(body, dict) and isinstance(body.get("items"), list):
         facets["kind"] = body.get("kind")
         facets["items"] = [mask(item, keep=keep, namespace=namespace) for item in body["items"]]
+        list_meta = body.get("metadata") or {}
+        facets["list metadata"] = sorted(list_meta)  # which keys (continue tokens and versions differ)
     else:
         facets["body"] = mask(body, keep=keep, namespace=namespace)
     return facets

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+import yaml
+
 from tests.apiserver.widgets import API_VERSION as WIDGET_API
 from tests.e2e.user import EXAMPLES, load_example
 from tests.realapi.crds import CRD_PATH
@@ -127,7 +129,7 @@ def create_refusals(r: Recorder) -> None:
 @scenario
 def lease_renewal(r: Recorder) -> None:
     path = f"/apis/coordination.k8s.io/v1/namespaces/{r.namespace}/leases"
-    lease = {
+    lease: Obj = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
         "metadata": {"name": "leader"},
@@ -491,7 +493,7 @@ def modelserving_immutable_rule(r: Recorder) -> None:
         "workerReplicas": 0,
         "entryTemplate": {"spec": {"containers": [{"name": "c", "image": "vllm/vllm-openai:v0.10.1"}]}},
     }
-    serving = {
+    serving: Obj = {
         "apiVersion": "workload.serving.volcano.sh/v1alpha1",
         "kind": "ModelServing",
         "metadata": {"name": "s"},
@@ -802,3 +804,178 @@ def modelbooster_admission(r: Recorder) -> None:
         r.request("carried over: delete", "DELETE", boosters(r, "carried"))
     finally:
         registration.remove(r.api)
+
+
+@scenario
+def modelbooster_status_writes(r: Recorder) -> None:
+    """The reconciler's status write (a merge patch of the whole status to /status) and what it leaves stored."""
+    r.send("POST", boosters(r), body=booster("statused", "two-backends-model-autoscaling-lora.yaml"))
+    condition = {"status": "True", "reason": "Synced", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    status = {
+        "observedGeneration": 1,
+        "conditions": [{"type": "Initialized", **condition}, {"type": "Active", **condition, "status": "False"}],
+        "backendStatuses": [{"name": "a100", "replicas": 1}, {"name": "l4", "replicas": 0}],
+    }
+    path = f"{boosters(r, 'statused')}/status"
+    r.request("status", "PATCH", path, body={"status": status}, content_type=MERGE)
+    r.request("same status again", "PATCH", path, body={"status": status}, content_type=MERGE)
+    r.request("a field the status does not declare", "PATCH", path, body={"status": {"extra": 1}}, content_type=MERGE)
+    r.request("a wrong type", "PATCH", path, body={"status": {"observedGeneration": "one"}}, content_type=MERGE)
+    r.request("stored", "GET", boosters(r, "statused"))
+
+
+@scenario
+def inferno_objects_stored_as_written(r: Recorder) -> None:
+    kinds = {
+        "Accelerator": "accelerators",
+        "Capacity": "capacities",
+        "Model": "models",
+        "Optimizer": "optimizers",
+        "Server": "servers",
+        "ServiceClass": "serviceclasses",
+    }
+    for path in sorted((EXAMPLES / "inferno").glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            if not document:
+                continue
+            document["metadata"].pop("namespace", None)
+            name = document["metadata"]["name"]
+            base = f"/apis/inferno.platform.ai/v1alpha1/namespaces/{r.namespace}/{kinds[document['kind']]}"
+            r.request(f"{path.name} {name}", "POST", base, body=document)
+            r.request(f"{path.name} {name} stored", "GET", f"{base}/{name}")
+
+
+@scenario
+def informer_list_then_watch(r: Recorder) -> None:
+    """The reconciler's informer: a paged list (`limit`/`continue`), then a watch from the list's resourceVersion."""
+    for index in range(5):
+        r.send("POST", widgets(r), body=widget(f"w{index}"))
+    pages: list[Any] = []
+    token = ""
+    version = ""
+    while True:
+        query = f"?limit=2&continue={token}" if token else "?limit=2"
+        page = r.send("GET", widgets(r) + query).body
+        meta = page["metadata"]
+        pages.append(
+            ([i["metadata"]["name"] for i in page["items"]], meta.get("remainingItemCount"), "continue" in meta)
+        )
+        token, version = meta.get("continue", ""), meta["resourceVersion"]
+        if not token:
+            break
+    r.note("pages", pages)
+    r.send("PATCH", widgets(r, "w1"), body={"spec": {"replicas": 2}}, content_type=MERGE)
+    r.send("DELETE", widgets(r, "w2"))
+    r.watch(
+        "watch from the list",
+        f"{widgets(r)}?allowWatchBookmarks=true",
+        since=version,
+        until=events_until_name("w2", "DELETED"),
+    )
+
+
+@functools.cache
+def closed_port() -> int:
+    """One loopback port nothing listens on, the same for both servers' runs (it appears in the message)."""
+    from tests.e2e.processes import free_port
+
+    return free_port()
+
+
+@scenario
+def webhook_down(r: Recorder) -> None:
+    """Our webhook configurations pointing at a port nothing listens on (the webhook down): failurePolicy Fail."""
+    from dataclasses import replace
+
+    from tests.realapi.webhook import ADMISSION, KINDS, configurations_for
+
+    down = replace(r.webhook, https_port=closed_port())
+    documents = configurations_for(down, namespace=r.namespace, suffix=r.namespace)
+    for document in documents:
+        r.send("POST", f"{ADMISSION}/{KINDS[document['kind']]}", body=document)
+    try:
+        # The API server picks configurations up with a lag: wait until a dry run is refused.
+        poll(lambda: r.send("POST", f"{boosters(r)}?dryRun=All", body=booster("probe")).status != 201, timeout=15)
+        r.request("create while the webhook is down", "POST", boosters(r), body=booster("down"))
+    finally:
+        for document in documents:
+            r.send("DELETE", f"{ADMISSION}/{KINDS[document['kind']]}/{document['metadata']['name']}")
+
+
+# ---- CRDs the API server refuses at creation ----------------------------------------------------------------------
+
+
+def _crd_with(name: str, spec_schema: Obj) -> Obj:
+    """A namespaced CRD `<name>s.differential.example.com` whose spec has `spec_schema`."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{name}s.differential.example.com"},
+        "spec": {
+            "group": "differential.example.com",
+            "names": {"plural": f"{name}s", "singular": name, "kind": name.capitalize()},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}},
+                }
+            ],
+        },
+    }
+
+
+@scenario
+def crd_rules_refused_at_creation(r: Recorder) -> None:
+    """CEL rules the API server refuses when the CRD is created (dry runs: nothing is installed)."""
+    worker = {
+        "type": "object",
+        "properties": {"topology": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    cases: dict[str, Obj] = {
+        "oldSelf under an atomic list": {
+            "type": "object",
+            "properties": {
+                "workers": {
+                    "type": "array",
+                    "maxItems": 4,
+                    "items": {
+                        **worker,
+                        "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}],
+                    },
+                }
+            },
+        },
+        "optionalOldSelf without oldSelf": {
+            "type": "object",
+            "properties": {"a": {"type": "string", "maxLength": 8}},
+            "x-kubernetes-validations": [{"rule": "has(self.a)", "optionalOldSelf": True}],
+        },
+        "a rule over an unbounded list": {
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "self.items.all(x, self.items.all(y, x == y))"}],
+        },
+        "a transition rule under a map list": {
+            "type": "object",
+            "properties": {
+                "units": {
+                    "type": "array",
+                    "maxItems": 4,
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {"name": {"type": "string", "maxLength": 8}, "size": {"type": "integer"}},
+                        "x-kubernetes-validations": [{"rule": "self.size == oldSelf.size", "message": "size is fixed"}],
+                    },
+                }
+            },
+        },
+    }
+    for index, (label, schema) in enumerate(cases.items()):
+        crd = _crd_with(f"case{index}", schema)
+        r.request(label, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All", body=crd)

@@ -45,7 +45,7 @@ def _apply(api: Any, crd: dict[str, Any], manager: str, *, force: bool) -> tuple
     try:
         body = raw_request(api, "PATCH", f"{CRD_PATH}/{crd['metadata']['name']}?{query}", body=crd, content_type=APPLY)
     except ApiException as error:
-        return int(error.status), json.loads(error.body)
+        return int(error.status), json.loads(error.body or "{}")
     return 200, body
 
 
@@ -87,9 +87,7 @@ def test_the_documented_step_replaces_a_crd_helm_created_with_a_changed_schema(
     apply_crds(real_client, [older])  # as Helm's install: another field manager (realapi-tests) owns it
     status, refused = _apply(real_client, copy.deepcopy(modelbooster_copy), "kubectl", force=False)
     assert status == 409
-    assert refused["message"] == (
-        f'Apply failed with 1 conflict: conflict with "{FIELD_MANAGER}": .spec.versions'
-    )
+    assert refused["message"] == (f'Apply failed with 1 conflict: conflict with "{FIELD_MANAGER}": .spec.versions')
     status, applied = _apply(real_client, copy.deepcopy(modelbooster_copy), "kubectl", force=True)
     assert status == 200, applied
     assert applied["spec"]["versions"] == modelbooster_copy["spec"]["versions"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
+from kubernetes.client import ApiException
 
 from tests.realapi.crds import chart_crds, served_path
 
@@ -48,3 +50,35 @@ def _differences(stored: Any, written: Any, path: str) -> list[str]:
             d for i, (s, w) in enumerate(zip(stored, written, strict=True)) for d in _differences(s, w, f"{path}[{i}]")
         ]
     return [] if stored == written else [f"{path}: wrote {written!r}, stored {stored!r}"]
+
+
+def test_crds_replaced_serves_other_crds_for_a_while(real_crds: list[dict[str, Any]], real_client: Any) -> None:
+    """A kind gone (404 page not found on list, as an informer sees it) and an outdated CRD, then the chart's."""
+    from tests.e2e.harness import raw_exchange
+    from tests.realapi.crds import crds_replaced
+
+    bindings, routes = (
+        "autoscalingpolicybindings.workload.serving.volcano.sh",
+        "modelroutes.networking.serving.volcano.sh",
+    )
+    by_name = {crd["metadata"]["name"]: crd for crd in chart_crds()}
+    outdated = copy.deepcopy(by_name[routes])
+    outdated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    with crds_replaced(real_client, [outdated], removed=[bindings]) as stored:
+        assert (
+            stored[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            == outdated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        )
+        with pytest.raises(ApiException) as gone:
+            raw_exchange(real_client, "GET", served_path(by_name[bindings]))
+        assert (gone.value.status, gone.value.body) == (404, "404 page not found\n")
+    for name in (bindings, routes):
+        assert raw_exchange(real_client, "GET", served_path(by_name[name]))[0]["items"] is not None
+    restored = raw_exchange(real_client, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{routes}")[0]
+    assert (
+        restored["spec"]["versions"][0]["schema"]
+        == next(crd for crd in real_crds if crd["metadata"]["name"] == routes)["spec"]["versions"][0]["schema"]
+    )

@@ -16,6 +16,7 @@ def test_owned_configmap_is_collected_with_its_owner(real_api_gc: RealCluster, r
         owner = core.create_namespaced_config_map(
             real_namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="owner"))
         )
+        assert owner.metadata is not None
         reference = client.V1OwnerReference(api_version="v1", kind="ConfigMap", name="owner", uid=owner.metadata.uid)
         core.create_namespaced_config_map(
             real_namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="child", owner_references=[reference]))

@@ -97,5 +97,5 @@ def test_the_reconciler_needs_nothing_the_chart_does_not_grant(
 def rendered_lease_name() -> str:
     from tests.e2e.kubelet import container
 
-    args = container(rendered_chart().deployment("reconciler"), "reconciler")["args"]
+    args: list[str] = container(rendered_chart().deployment("reconciler"), "reconciler")["args"]
     return next(arg.split("=", 1)[1] for arg in args if arg.startswith("--lease-name="))

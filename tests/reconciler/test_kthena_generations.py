@@ -199,12 +199,11 @@ def _install(fake: FakeApiServer, crds: list[dict[str, Any]]) -> None:
 
 async def _converged(cluster: Cluster, *names: str) -> None:
     for name in names:
-        await eventually(
-            lambda name=name: (
-                cluster.condition(name, "Initialized") == "True" and cluster.condition(name, "Failed") == "False"
-            ),
-            message=name,
-        )
+
+        def converged(name: str = name) -> bool:
+            return cluster.condition(name, "Initialized") == "True" and cluster.condition(name, "Failed") == "False"
+
+        await eventually(converged, message=name)
 
 
 @pytest.mark.parametrize("generation", ["v0.1", "v0.2", "v1.0"])
