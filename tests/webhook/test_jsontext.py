@@ -23,7 +23,7 @@ JSON_VALUES = st.recursive(
 )
 # Number literals as a client may write them, beyond what json.dumps produces.
 NUMBER_TEXT = st.from_regex(r"\A-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?\Z")
-# String literals with every escape JSON has, lone surrogates included (as \\u escapes: a raw surrogate is not
+# String literals with every escape JSON has, lone surrogates included (as \u escapes: a raw surrogate is not
 # UTF-8, so no client can send one).
 ESCAPE = st.sampled_from(['\\"', "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"]) | st.integers(0, 0xFFFF).map(
     lambda code: f"\\u{code:04x}"
