@@ -159,7 +159,7 @@ def test_deleting_a_namespace_with_ten_model_boosters_creates_nothing_and_fails_
         time.sleep(0.5)
         posts = requests(reconciler, "POST")
         client.CoreV1Api(real_user.user).delete_namespace(real_namespace)
-        failed_seen = set()
+        failed_seen: set[str] = set()
 
         def gone() -> bool:
             items = custom(real_user).list_namespaced_custom_object(WORKLOAD, "v1alpha1", real_namespace,

@@ -25,7 +25,8 @@ Tamper = Callable[[dict[str, Any]], None]
 
 
 def role(spec: dict[str, Any]) -> dict[str, Any]:
-    return spec["template"]["roles"][0]["entryTemplate"]
+    entry: dict[str, Any] = spec["template"]["roles"][0]["entryTemplate"]
+    return entry
 
 
 def engine(spec: dict[str, Any]) -> dict[str, Any]:
