@@ -14,10 +14,12 @@ Event, `modelbooster_crd_outdated`, an alert); it keeps running, since most of a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from shared.constants import ANNOTATION_CRD_DIGEST
@@ -80,3 +82,30 @@ def outdated_message(judgement: CrdJudgement, *, version: str, chart_directory: 
 
 def _short(digest: str) -> str:
     return digest.removeprefix("sha256:")[:12]
+
+
+# CRD name -> {"digest", "chartDirectory", "child", "inferno"}, as `modelbooster crds --chart` records it beside this
+# module (tests/unit/test_crd_digest.py keeps it equal to what shared/crds.py generates). A process that only
+# compares digests reads this table: building the CRDs from the models would cost the reconciler ~10 MB that stay.
+DIGEST_TABLE_FILE: Final = Path(__file__).with_name("crd_digests.json")
+
+
+@functools.cache
+def _recorded() -> Mapping[str, Mapping[str, Any]]:
+    table: dict[str, Mapping[str, Any]] = json.loads(DIGEST_TABLE_FILE.read_text(encoding="utf-8"))
+    return table
+
+
+def recorded_digests(*, include_children: bool = True, include_inferno: bool = True) -> dict[str, str]:
+    """CRD name -> the digest this version generates, from the recorded table; without the child kinds when
+    Kthena provides them, without Inferno's when its controller does not run."""
+    return {
+        name: str(entry["digest"])
+        for name, entry in _recorded().items()
+        if (include_children or not entry["child"]) and (include_inferno or not entry["inferno"])
+    }
+
+
+def recorded_chart_directories() -> dict[str, str]:
+    """CRD name -> the directory of the chart that holds its file (what to apply it from)."""
+    return {name: str(entry["chartDirectory"]) for name, entry in _recorded().items()}

@@ -313,6 +313,19 @@ def expected_digests(*, include_children: bool = True, include_inferno: bool = T
     }
 
 
+def digest_table() -> dict[str, dict[str, Any]]:
+    """What shared/crd_digests.json records for each CRD (shared/crd_digest.py reads it)."""
+    return {
+        kind.name: {
+            "digest": definition["metadata"]["annotations"][DIGEST_ANNOTATION],
+            "chartDirectory": kind.chart_directory,
+            "child": kind.chart_directory == CHILD_CRDS_DIRECTORY,
+            "inferno": kind.group == INFERNO_GROUP,
+        }
+        for kind, definition in zip(KINDS, crds(), strict=True)
+    }
+
+
 def chart_directories() -> dict[str, str]:
     """CRD name -> the directory of the chart that holds its file (what to apply it from)."""
     return {kind.name: kind.chart_directory for kind in KINDS}

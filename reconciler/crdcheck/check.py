@@ -35,8 +35,13 @@ from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.flags import ENV_PREFIX
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.served import ServedCrd, ServedResources
-from shared.crd_digest import CrdJudgement, judge, outdated_message
-from shared.crds import chart_directories, expected_digests
+from shared.crd_digest import (
+    CrdJudgement,
+    judge,
+    outdated_message,
+    recorded_chart_directories,
+    recorded_digests,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +95,7 @@ class CrdCheck:
             registry=registry,
         )
         self.judgements: dict[str, CrdJudgement] = {}
-        self._directories = chart_directories()
+        self._directories = recorded_chart_directories()
         self._started = False
         self._tasks: set[asyncio.Task[None]] = set()
         served.subscribe(self._on_change)
@@ -152,7 +157,7 @@ def register_crd_check(
     """Judge our CRDs on every replica from start to shutdown (the metric is every replica's)."""
     check = CrdCheck(
         served,
-        expected=expected_digests(include_children=settings.check_children, include_inferno=settings.check_inferno),
+        expected=recorded_digests(include_children=settings.check_children, include_inferno=settings.check_inferno),
         registry=manager.metrics.registry,
         recorder=recorder,
         version=version,

@@ -4,12 +4,24 @@ CRDs hold nothing the API server would drop (so they round-trip; tests/apiserver
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from shared.crd_digest import DIGEST_ANNOTATION, judge, outdated_message, spec_digest
-from shared.crds import CHILD_CRDS_DIRECTORY, KINDS, crds, expected_digests
+from shared.crd_digest import (
+    DIGEST_ANNOTATION,
+    DIGEST_TABLE_FILE,
+    judge,
+    outdated_message,
+    recorded_chart_directories,
+    recorded_digests,
+    spec_digest,
+)
+from shared.crds import CHILD_CRDS_DIRECTORY, KINDS, chart_directories, crds, expected_digests
 from shared.schema import apiserver_form
 
 # Written from kube-apiserver's JSONSchemaProps (apiextensions/v1 types.go): omitempty fields.
@@ -75,6 +87,28 @@ def test_expected_digests_without_the_child_kinds_or_inferno() -> None:
     inferno = {kind.name for kind in KINDS if kind.group == "inferno.platform.ai"}
     assert len(inferno) == 6
     assert set(expected_digests()) - set(expected_digests(include_inferno=False)) == inferno
+
+
+@pytest.mark.parametrize("include_children", [True, False])
+@pytest.mark.parametrize("include_inferno", [True, False])
+def test_the_recorded_table_is_what_is_generated(include_children: bool, include_inferno: bool) -> None:
+    # The reconciler reads the recorded table (shared/crd_digests.json) instead of building the CRDs; when this
+    # fails, run `python scripts/crd_digests.py --write`.
+    flags = {"include_children": include_children, "include_inferno": include_inferno}
+    assert recorded_digests(**flags) == expected_digests(**flags)
+    assert recorded_chart_directories() == chart_directories()
+
+
+def test_the_recorded_table_is_packaged() -> None:
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert DIGEST_TABLE_FILE.name in pyproject["tool"]["setuptools"]["package-data"]["shared"]
+
+
+def test_the_reconciler_judges_without_building_the_crds() -> None:
+    # Building the CRDs keeps ~10 MB of the reconciler's memory; it imports only the recorded table's reader.
+    code = "import reconciler.assembly, reconciler.crdcheck.check, sys; print('shared.crds' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "False"
 
 
 def test_verdicts() -> None:
