@@ -8,37 +8,18 @@ defaults and rules — and both commands, and render the children the newer line
 
 from __future__ import annotations
 
-import argparse
-import importlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from modelbooster import render as render_cli
 from modelbooster import validate as validate_cli
-from modelbooster.manifests import load_documents
 from shared.defaults import apply_defaults
 from shared.validation import validate_modelbooster
-from tests.unit.crd_support import cel_denials, openapi_schema, undeclared_fields
-
-jsonschema: Any = importlib.import_module("jsonschema")
+from tests.unit.kthena_manifests import assert_passes_the_crd, only_document, run
 
 MANIFESTS = sorted((Path(__file__).parent / "kthena_v1").glob("*.yaml"))
-
-
-def only_document(path: Path) -> dict[str, Any]:
-    (document,) = load_documents(str(path))
-    return document
-
-
-def run(module: Any, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    module.add_arguments(parser)
-    code = module.run(parser.parse_args(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_there_are_manifests_of_every_kind_the_newer_line_publishes() -> None:
@@ -51,10 +32,7 @@ def test_there_are_manifests_of_every_kind_the_newer_line_publishes() -> None:
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda path: path.name)
 def test_a_v1_manifest_passes_the_crd_and_the_webhook(path: Path) -> None:
     document = only_document(path)
-    schema = openapi_schema("ModelBooster")
-    assert [error.message for error in jsonschema.Draft4Validator(schema).iter_errors(document)] == []
-    assert undeclared_fields(document, schema) == []
-    assert cel_denials(document, schema) == []
+    assert_passes_the_crd(document)
     defaulted = apply_defaults(document)
     assert defaulted.warnings == []
     assert [error.render() for error in validate_modelbooster(defaulted.obj)] == []
