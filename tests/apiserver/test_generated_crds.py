@@ -143,19 +143,24 @@ def every_unsupported_feature() -> dict[str, Any]:
     return body
 
 
-@pytest.fixture
-def kept_from_kthena(kube_client: Any) -> Any:
-    """A ModelBooster holding every unsupported feature, stored under a rule-less CRD that ours then replaced."""
+def stored_under_kthenas_crd(kube_client: Any, body: dict[str, Any]) -> Any:
+    """Store `body` under a rule-less CRD (as Kthena's accepted it), then replace that CRD with ours."""
     extensions: Any = client.ApiextensionsV1Api(kube_client)
     definition = modelbooster_crd()
     kthena = copy.deepcopy(definition)
     kthena["spec"] = without_rules(kthena["spec"])
     created = extensions.create_custom_resource_definition(kthena)
     api: Any = client.CustomObjectsApi(kube_client)
-    api.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", every_unsupported_feature())
+    api.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", body)
     definition["metadata"]["resourceVersion"] = created.metadata.resource_version
     extensions.replace_custom_resource_definition(definition["metadata"]["name"], definition)
     return api
+
+
+@pytest.fixture
+def kept_from_kthena(kube_client: Any) -> Any:
+    """A ModelBooster holding every unsupported feature, stored under a rule-less CRD that ours then replaced."""
+    return stored_under_kthenas_crd(kube_client, every_unsupported_feature())
 
 
 def test_a_modelbooster_kept_from_kthena_can_be_relabelled_given_a_status_and_deleted(
@@ -191,16 +196,7 @@ def kthena_v04_with_behavior() -> dict[str, Any]:
 @pytest.fixture
 def kept_from_kthena_v04(kube_client: Any) -> Any:
     """A Kthena v0.2-v0.4 ModelBooster stored under a rule-less CRD that ours then replaced."""
-    extensions: Any = client.ApiextensionsV1Api(kube_client)
-    definition = modelbooster_crd()
-    kthena = copy.deepcopy(definition)
-    kthena["spec"] = without_rules(kthena["spec"])
-    created = extensions.create_custom_resource_definition(kthena)
-    api: Any = client.CustomObjectsApi(kube_client)
-    api.create_namespaced_custom_object(GROUP, "v1alpha1", "default", "modelboosters", kthena_v04_with_behavior())
-    definition["metadata"]["resourceVersion"] = created.metadata.resource_version
-    extensions.replace_custom_resource_definition(definition["metadata"]["name"], definition)
-    return api
+    return stored_under_kthenas_crd(kube_client, kthena_v04_with_behavior())
 
 
 def test_a_kthena_v04_modelbooster_stays_manageable_under_our_crd(
