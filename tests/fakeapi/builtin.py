@@ -78,7 +78,7 @@ def _require_string_map(obj: Obj, field: str, kind: str) -> None:
     if not isinstance(value, dict):
         raise _decode_error(
             kind,
-            f"json: cannot unmarshal {_go_json_kind(value)} into Go struct field {kind}.{field} of type "
+            f"json: cannot unmarshal {typed.json_kind(value)} into Go struct field {kind}.{field} of type "
             "map[string]string"
             if field != "binaryData"
             else "map[string][]uint8",
@@ -87,21 +87,9 @@ def _require_string_map(obj: Obj, field: str, kind: str) -> None:
         if not isinstance(item, str):
             raise _decode_error(
                 kind,
-                f"json: cannot unmarshal {_go_json_kind(item)} into Go struct field {kind}.{field} of type "
+                f"json: cannot unmarshal {typed.json_kind(item)} into Go struct field {kind}.{field} of type "
                 + ("string" if field != "binaryData" else "[]uint8"),
             )
-
-
-def _go_json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _check_base64(obj: Obj, field: str, kind: str) -> None:

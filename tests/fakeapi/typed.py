@@ -56,7 +56,8 @@ def _time_error(value: str, *, micro: bool) -> str | None:
     return None
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """The JSON type of a decoded value, as Go's decoder names it in "cannot unmarshal X into ..." errors."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
@@ -82,16 +83,16 @@ def decode_error(obj: Mapping[str, Any], fields: Mapping[str, Field]) -> str | N
                 if error:
                     return error
                 continue
-            return f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
+            return f"json: cannot unmarshal {json_kind(value)} into Go value of type string"
         if spec.go_type == "int32":
             if isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31:
                 continue
             shown = "number " + str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-            what = shown or _json_kind(value)
+            what = shown or json_kind(value)
             return f"json: cannot unmarshal {what} into Go struct field {spec.struct}.{path} of type int32"
         if spec.go_type == "string" and not isinstance(value, str):
             return (
-                f"json: cannot unmarshal {_json_kind(value)} into Go struct field {spec.struct}.{path} of type string"
+                f"json: cannot unmarshal {json_kind(value)} into Go struct field {spec.struct}.{path} of type string"
             )
     return None
 
