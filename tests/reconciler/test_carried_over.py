@@ -120,6 +120,8 @@ async def test_a_carried_over_field_leaves_the_object_failed_until_it_is_removed
     )
     assert len(lines) == 5
     assert cluster.condition("m", "Initialized") == "False"
+    # The Event is posted beside the status write, so it may land just after the condition.
+    await eventually(lambda: cluster.events("InvalidSpec"), message="InvalidSpec event")
     assert [event["message"] for event in cluster.events("InvalidSpec")] == [failed["message"]]
 
     # Other edits keep it Failed, and no child is made from an object that still carries the field.

@@ -300,7 +300,7 @@ async def test_the_binding_kind_absent_at_start_installed_later_and_removed(
     )
     await _converged(cluster, "plain")  # every other ModelBooster reconciles normally
     assert not [w for w in child_writes(reconciler) if w[2].startswith("scaled")]
-    assert cluster.events("KindNotServed")
+    await eventually(lambda: cluster.events("KindNotServed"), message="KindNotServed event")
     assert reconciler.metric("modelbooster_child_kind_served", kind="AutoscalingPolicyBinding") == 0
     assert reconciler.metric("modelbooster_autoscaling_generation", generation="none") == 1
     # No informer retrying a kind that is not served.
