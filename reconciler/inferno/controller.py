@@ -547,8 +547,12 @@ class OptimizerReconciler:
         stored = await self._write_status(optimizer, status, precondition=True)
         if not scheduled or written:  # a period that changed no decision posts no event
             await self.recorder.emit(optimizer, type="Normal", reason=EVENT_OPTIMIZED, message=message)
+        self.metrics.optimizations.labels("success").inc()
+        self.metrics.duration.observe(duration)
+        self.metrics.allocation_cost.labels(key.namespace, key.name).set(total_cost)
         if not scheduled:
-            # Last: once optimize is false nothing re-runs, so everything above must already be in place.
+            # Last: once optimize is false nothing re-runs, so everything above (the metrics too: whoever sees the
+            # flag reset and scrapes sees this run's cost) must already be in place.
             stored = await self.client.patch(
                 OPTIMIZER,
                 key.namespace,
@@ -557,9 +561,6 @@ class OptimizerReconciler:
                 field_manager=self.field_manager,
             )
             self.informers[OPTIMIZER].write_through(stored)
-        self.metrics.optimizations.labels("success").inc()
-        self.metrics.duration.observe(duration)
-        self.metrics.allocation_cost.labels(key.namespace, key.name).set(total_cost)
         logger.info("inferno %s: %s in %.3fs", key, message, duration)
 
     async def _mirror(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
