@@ -446,6 +446,22 @@ async def test_a_run_cut_short_after_the_servers_runs_again_without_rewriting_th
     assert [w.status for w in attempts] == [500, 200]
 
 
+async def test_a_runs_metrics_are_in_place_before_the_reset(
+    cluster: Cluster, start_inferno: Callable[..., Awaitable[RunningInferno]]
+) -> None:
+    """Whoever sees `spec.optimize` reset and scrapes sees that run: the metrics come before the reset, so even a
+    reset that keeps failing leaves the run's cost and count published."""
+    cluster.fake.faults.fail_next(None, verb="patch", resource="optimizers", status=500)
+    create_all(cluster, worked_example(optimize_now=True))
+    inferno = await start_inferno()
+    await eventually(lambda: [w.status for w in inferno.writes() if w.resource == "optimizers" and not w.subresource],
+                     message="the reset tried")  # fmt: skip
+    labels = {"optimizer_namespace": NS, "optimizer": "inferno"}
+    assert inferno.metrics.registry.get_sample_value("inferno_allocation_cost", labels) == 46
+    assert inferno.metric("inferno_optimizations_total", result="success") >= 1
+    assert optimizer_of(cluster)["spec"]["optimize"] is True  # still pending: the run happens again
+
+
 async def test_a_failed_server_write_is_reported_and_retried(
     cluster: Cluster, start_inferno: Callable[..., Awaitable[RunningInferno]]
 ) -> None:
