@@ -65,6 +65,7 @@ from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.informer import EventType
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
+from reconciler.runtime.objects import metadata
 
 logger = logging.getLogger(__name__)
 
@@ -223,14 +224,14 @@ class CertDuty:
         self._wake.set()
 
     def _written_by_us(self, obj: Mapping[str, Any]) -> bool:
-        metadata = obj.get("metadata") or {}
-        key = (str(obj.get("kind") or ""), str(metadata.get("name") or ""), str(metadata.get("resourceVersion") or ""))
+        meta = metadata(obj)
+        key = (str(obj.get("kind") or ""), str(meta.get("name") or ""), str(meta.get("resourceVersion") or ""))
         return key in self._own_writes
 
     def _remember(self, obj: Mapping[str, Any], kind: Kind) -> None:
-        metadata = obj.get("metadata") or {}
+        meta = metadata(obj)
         self._own_writes.append(
-            (kind.kind, str(metadata.get("name") or ""), str(metadata.get("resourceVersion") or ""))
+            (kind.kind, str(meta.get("name") or ""), str(meta.get("resourceVersion") or ""))
         )
 
     # ------------------------------------------------------------------ the leader task

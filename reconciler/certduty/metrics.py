@@ -17,6 +17,8 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from reconciler.runtime.objects import meta_text
+
 EXPIRY_METRIC: Final = "modelbooster_certificate_expiry_timestamp_seconds"
 EXPIRY_HELP: Final = (
     "When the certificate stored in each managed Secret expires (Unix time): the serving certificate for the "
@@ -69,7 +71,7 @@ class _ExpiryCollector(Collector):
     def _expiry(self, name: str, secret: Mapping[str, Any] | None, read: ExpiryReader) -> datetime | None:
         if secret is None:
             return None
-        version = str((secret.get("metadata") or {}).get("resourceVersion") or "")
+        version = meta_text(secret, "resourceVersion")
         known = self._seen.get(name)
         if known is not None and known[0] == version and version:
             return known[1]

@@ -26,7 +26,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -34,6 +34,7 @@ from process.flags import add_switch
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.flags import ENV_PREFIX
 from reconciler.runtime.manager import Manager
+from reconciler.runtime.objects import metadata
 from reconciler.runtime.served import ServedCrd, ServedResources
 from shared.crd_digest import (
     CrdJudgement,
@@ -133,11 +134,11 @@ class CrdCheck:
     def _post_event(self, crd: ServedCrd, message: str) -> None:
         if self.recorder is None:
             return
-        metadata: dict[str, Any] = dict(crd.raw.get("metadata") or {})
+        meta = metadata(crd.raw)
         involved = {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
-            "metadata": {key: metadata.get(key) for key in ("name", "uid", "resourceVersion")},
+            "metadata": {key: meta.get(key) for key in ("name", "uid", "resourceVersion")},
         }
         task = asyncio.get_running_loop().create_task(
             self.recorder.emit(involved, type="Warning", reason=EVENT_REASON, message=message)

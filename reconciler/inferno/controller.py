@@ -72,6 +72,7 @@ from reconciler.runtime.flags import ENV_PREFIX
 from reconciler.runtime.informer import EventType, Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
+from reconciler.runtime.objects import meta_text, metadata, without_managed_fields
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from shared.api import inferno as api
 from shared.durations import DurationError, check_duration, parse_duration
@@ -365,7 +366,7 @@ def optimize_requested(optimizer: Mapping[str, Any]) -> bool:
 
 
 def _generation(obj: Mapping[str, Any] | None) -> Any:
-    return ((obj or {}).get("metadata") or {}).get("generation")
+    return metadata(obj).get("generation")
 
 
 def spec_changed(event: EventType, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
@@ -405,7 +406,7 @@ def map_inputs_to_optimizers(optimizers: Informer, *, every_optimizer: bool) -> 
         obj = new if new is not None else old
         if obj is None or not spec_changed(event, old, new):
             return []
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        namespace = meta_text(obj, "namespace")
         return [
             ObjectKey.of(optimizer)
             for optimizer in optimizers.objects(namespace)
@@ -413,14 +414,6 @@ def map_inputs_to_optimizers(optimizers: Informer, *, every_optimizer: bool) -> 
         ]
 
     return mapper
-
-
-def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    """Informer transform: managedFields are never read, and are most of a small object's size."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict) and "managedFields" in meta:
-        obj = {**obj, "metadata": {key: value for key, value in meta.items() if key != "managedFields"}}
-    return obj
 
 
 # --- the reconcile ---------------------------------------------------------------------------------------
@@ -467,7 +460,7 @@ class OptimizerReconciler:
 
     async def reconcile(self, key: ObjectKey) -> Result:
         optimizer = self.informers[OPTIMIZER].get(key.namespace, key.name)
-        if optimizer is None or (optimizer.get("metadata") or {}).get("deletionTimestamp"):
+        if optimizer is None or metadata(optimizer).get("deletionTimestamp"):
             return Result()
         interval = optimizer_interval(optimizer)
         if optimize_requested(optimizer):
@@ -651,7 +644,7 @@ class OptimizerReconciler:
         return len(pending)
 
     async def _write_one_desired(self, server: dict[str, Any], wanted: dict[str, Any]) -> None:
-        meta = server.get("metadata") or {}
+        meta = metadata(server)
         stored = await self.client.patch(
             SERVER,
             str(meta.get("namespace") or ""),
@@ -668,7 +661,7 @@ class OptimizerReconciler:
         pending = [(kind, obj) for kind, obj in objects if (obj.get("status") or {}).get("active") is not True]
 
         async def mark(kind: Kind, obj: dict[str, Any]) -> None:
-            meta = obj.get("metadata") or {}
+            meta = metadata(obj)
             stored = await self.client.patch(
                 kind,
                 str(meta.get("namespace") or ""),
@@ -717,7 +710,7 @@ class OptimizerReconciler:
         was read (409 Conflict otherwise, and the run is retried with what changed)."""
         if not status_differs(optimizer.get("status"), status):
             return optimizer
-        meta = optimizer.get("metadata") or {}
+        meta = metadata(optimizer)
         patch: dict[str, Any] = {"status": status}
         if precondition:
             patch["metadata"] = {"resourceVersion": _resource_version(optimizer)}
@@ -745,11 +738,11 @@ async def _bounded(calls: Sequence[Awaitable[_T]], *, limit: int) -> list[_T | B
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return meta_text(obj, "name")
 
 
 def _resource_version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return meta_text(obj, "resourceVersion")
 
 
 def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:

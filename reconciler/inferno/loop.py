@@ -36,6 +36,7 @@ from reconciler.runtime.conditions import ConditionStatus, WantedCondition, merg
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
+from reconciler.runtime.objects import meta_text, metadata
 from shared.api import inferno as api
 from shared.durations import parse_duration
 
@@ -78,7 +79,7 @@ class _Targeted:
 
     @property
     def name(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("name") or "")
+        return meta_text(self.obj, "name")
 
 
 class ClosedLoop:
@@ -199,7 +200,7 @@ class ClosedLoop:
         return measurement
 
     async def _write_current(self, obj: dict[str, Any], owned: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         stored = await self.client.patch(
             self.server_kind,
             str(meta.get("namespace") or ""),
@@ -224,7 +225,7 @@ class ClosedLoop:
         stale: list[str] = []
         jobs = []
         for spec_name, obj in servers.items():
-            name = str((obj.get("metadata") or {}).get("name") or "")
+            name = meta_text(obj, "name")
             allocation = allocations.get(spec_name)
             measurement = measurements.get(name)
             self._publish(namespace, name, obj, allocation=allocation, measurement=measurement, series=series)
@@ -293,7 +294,7 @@ class ClosedLoop:
         series: set[tuple[Gauge, tuple[str, ...]]],
     ) -> None:
         spec = obj.get("spec") or {}
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = meta_text(obj, "name")
         load_status: ConditionStatus = "True" if measurement.load_ok else "False"
         wanted = [WantedCondition(CONDITION_LOAD_MEASURED, load_status, measurement.reason, measurement.message)]
         status: dict[str, Any] = {}
@@ -344,7 +345,7 @@ class ClosedLoop:
             return _Scaling.blocked(problem.reason, problem.message)
         desired = bounds.clamp(allocation.num_replicas)
         window = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = meta_text(obj, "name")
         stabilizer = self.stabilizers.get(namespace, name, window=window)
         replicas = stabilizer.recommend(now=self._clock(), desired=desired, current=scale.spec_replicas)
         detail = f"decided {allocation.num_replicas}, bounds {bounds.minimum}..{bounds.maximum} of {bounds.source}"
@@ -378,7 +379,7 @@ class ClosedLoop:
         status.update(extra)
         if not status_differs(old_status, status):
             return
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         try:
             stored = await self.client.patch(
                 self.server_kind,

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
+from reconciler.runtime.objects import metadata
 from shared import constants as c
 from shared.api.inferno import TargetRef
 from shared.errors import ValidationFailed
@@ -176,7 +177,7 @@ class Targets:
             obj = await self.client.get(MODEL_SERVING, namespace, serving)
         except ApiError as error:
             raise TargetProblem("TargetUnavailable", f"reading ModelServing {namespace}/{serving}: {error}") from None
-        for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        for ref in metadata(obj).get("ownerReferences") or ():
             if ref.get("controller") and ref.get("kind") == c.KIND_MODEL_BOOSTER:
                 key = (namespace, str(ref.get("name")))
                 if key not in self._boosters:  # one read per run for both backends of a ModelBooster
@@ -193,7 +194,7 @@ class Targets:
     async def _backend_bounds(
         self, booster: dict[str, Any], serving_obj: dict[str, Any], *, namespace: str, serving: str
     ) -> Bounds:
-        booster_name = str((booster.get("metadata") or {}).get("name"))
+        booster_name = str(metadata(booster).get("name"))
         try:
             model = parse_modelbooster(booster)
         except (ValidationFailed, ValidationError) as error:
@@ -204,7 +205,7 @@ class Targets:
                 f"ModelServing {serving} is a backend of ModelBooster {booster_name}, which restores its replicas: "
                 f"annotate the ModelBooster {ANNOTATION_EXTERNAL_REPLICAS}: \"true\" to let Inferno scale it",
             )
-        labels = (serving_obj.get("metadata") or {}).get("labels") or {}
+        labels = metadata(serving_obj).get("labels") or {}
         backend_name = labels.get(c.LABEL_BACKEND_NAME)
         for backend in model.spec.backends:
             if backend.name != backend_name and f"{booster_name}-{backend.name}" != serving:
@@ -237,7 +238,7 @@ class Targets:
             raise TargetProblem("TargetUnavailable", f"listing AutoscalingPolicyBindings: {error}") from None
         for binding in bindings:
             if _binding_targets(binding.get("spec") or {}, serving):
-                name = (binding.get("metadata") or {}).get("name")
+                name = metadata(binding).get("name")
                 raise TargetProblem(
                     "AutoscalerConflict",
                     f"AutoscalingPolicyBinding {name} scales ModelServing {serving}: remove it or Scale actuation",

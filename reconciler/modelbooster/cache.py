@@ -21,8 +21,11 @@ from typing import Any, Final
 from reconciler.runtime.apply import managed_fields_pruner
 from reconciler.runtime.informer import Transform
 from reconciler.runtime.lean import Keep, lean
+from reconciler.runtime.objects import without_managed_fields
 
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+# Read by no reconcile, and often as large as the spec itself.
+_UNREAD_ANNOTATIONS: Final = frozenset({LAST_APPLIED})
 
 CHILD_KEEP: Final[Keep] = {
     "apiVersion": None,
@@ -42,24 +45,8 @@ CHILD_KEEP: Final[Keep] = {
 BOOSTER_KEEP: Final[Keep] = {"apiVersion": None, "kind": None, "metadata": None, "status": None}
 
 
-def without_unread_metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    """`obj` without managedFields and the last-applied annotation (a shallow copy where something is dropped)."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return obj
-    annotations = meta.get("annotations")
-    has_last_applied = isinstance(annotations, dict) and LAST_APPLIED in annotations
-    if "managedFields" not in meta and not has_last_applied:
-        return obj
-    meta = {key: value for key, value in meta.items() if key != "managedFields"}
-    if has_last_applied:
-        assert isinstance(annotations, dict)
-        meta["annotations"] = {key: value for key, value in annotations.items() if key != LAST_APPLIED}
-    return {**obj, "metadata": meta}
-
-
 def booster_transform(obj: dict[str, Any]) -> dict[str, Any]:
-    return lean(without_unread_metadata(obj), BOOSTER_KEEP)
+    return lean(without_managed_fields(obj, annotations=_UNREAD_ANNOTATIONS), BOOSTER_KEEP)
 
 
 def child_transform(*, field_manager: str) -> Transform:

@@ -80,6 +80,7 @@ from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.namespaces import NamespaceLifecycle, namespace_transform, refused_as_terminating
+from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import is_unavailable
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from reconciler.runtime.served import ServedResources
@@ -225,7 +226,7 @@ class ModelBoosterReconciler:
         if cached is None:
             return Result()
         booster = full_object(cached)
-        meta = booster.get("metadata") or {}
+        meta = metadata(booster)
         if meta.get("deletionTimestamp"):
             return Result()
         if self.namespaces.terminating(key.namespace):
@@ -317,7 +318,7 @@ class ModelBoosterReconciler:
         try:
             return parse_modelbooster({key: value for key, value in booster.items() if key != "status"})
         except ValidationFailed as error:
-            meta = booster.get("metadata") or {}
+            meta = metadata(booster)
             remedy = how_to_fix(error.errors, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")))
             raise InvalidSpec(f"{error}\n{remedy}") from None
 
@@ -334,7 +335,7 @@ class ModelBoosterReconciler:
             if kind is None:
                 raise InvalidSpec(f"synthesis produced an object of unknown kind {obj.get('kind')!r}")
             foreign: tuple[tuple[str, ...], ...] = ()
-            backend = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_BACKEND_NAME)
+            backend = (metadata(obj).get("labels") or {}).get(LABEL_BACKEND_NAME)
             if kind == MODEL_SERVING and backend in autoscaled:
                 foreign = (REPLICAS_PATH,)
             desired.append(
@@ -417,7 +418,7 @@ class ModelBoosterReconciler:
             if error.not_found:
                 return False
             raise
-        fresh_meta = fresh.get("metadata") or {}
+        fresh_meta = metadata(fresh)
         return fresh_meta.get("uid") == meta.get("uid") and not fresh_meta.get("deletionTimestamp")
 
     def _watch_blocker(self, booster: dict[str, Any], error: NotControlledError) -> None:
@@ -439,11 +440,11 @@ class ModelBoosterReconciler:
         orphans = False
         for kind, informer in self.children.items():
             for live in informer.by_index(UID_INDEX, uid):
-                name = str((live.get("metadata") or {}).get("name"))
+                name = str(metadata(live).get("name"))
                 if (kind, name) not in wanted and is_controlled_by(live, uid):
                     stale.append((kind, live))
             for live in informer.by_index(MODEL_INDEX, model_key):
-                name = str((live.get("metadata") or {}).get("name"))
+                name = str(metadata(live).get("name"))
                 if (kind, name) not in wanted and controller_ref(live) is None and (kind, live) not in stale:
                     stale.append((kind, live))
                     orphans = True
@@ -472,7 +473,7 @@ class ModelBoosterReconciler:
     # ------------------------------------------------------------------ status
     def backend_states(self, booster: dict[str, Any]) -> list[BackendState]:
         """One state per backend of the spec (names are required and unique: the CRD's list-map), in order."""
-        meta = booster.get("metadata") or {}
+        meta = metadata(booster)
         namespace, model = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         servings = self.children.get(MODEL_SERVING)
         states = []
@@ -480,7 +481,7 @@ class ModelBoosterReconciler:
             serving = servings.get(namespace, backend_resource_name(model, backend)) if servings is not None else None
             if serving is not None and not is_controlled_by(serving, str(meta.get("uid"))):
                 serving = None
-            terminating = serving is not None and bool((serving.get("metadata") or {}).get("deletionTimestamp"))
+            terminating = serving is not None and bool(metadata(serving).get("deletionTimestamp"))
             states.append(
                 BackendState(
                     name=backend,
@@ -548,7 +549,7 @@ class ModelBoosterReconciler:
 
 
 def _model_index(obj: dict[str, Any]) -> Iterable[str]:
-    meta = obj.get("metadata") or {}
+    meta = metadata(obj)
     model = (meta.get("labels") or {}).get(LABEL_MODEL_NAME)
     return [f"{meta.get('namespace')}/{model}"] if model is not None else []
 
@@ -646,7 +647,7 @@ def setup_modelbooster_controller(
 
     def forget(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if event == "DELETED" and old is not None:
-            uid = str((old.get("metadata") or {}).get("uid") or "")
+            uid = meta_text(old, "uid")
             recorder.forget(uid)
             children.forget(uid)
             if lora is not None:

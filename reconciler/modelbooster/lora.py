@@ -41,6 +41,7 @@ from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.kinds import POD
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
+from reconciler.runtime.objects import metadata
 from shared.api.modelbooster import LoraAdapter, ModelBackend, ModelBooster
 from shared.constants import (
     ENV_ALLOW_RUNTIME_LORA_UPDATING,
@@ -74,7 +75,7 @@ def adapters_of(backend: ModelBackend) -> tuple[Adapter, ...]:
 
 def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
     """Pod informer transform: keep only what LoRA updates read (the cache holds every engine pod)."""
-    meta = pod.get("metadata") or {}
+    meta = metadata(pod)
     status = pod.get("status") or {}
     return {
         "apiVersion": "v1",
@@ -237,7 +238,7 @@ class LoraUpdater:
             pods = [
                 pod
                 for pod in self.pods.by_index(SERVING_INDEX, item.serving)
-                if (pod.get("metadata") or {}).get("namespace") == item.namespace
+                if metadata(pod).get("namespace") == item.namespace
             ]
             live_uids = {str(pod["metadata"].get("uid")) for pod in pods}
             for gone in [uid for uid in state.loaded if uid not in live_uids]:
@@ -311,10 +312,10 @@ def _running_with_ip(pod: dict[str, Any]) -> bool:
 
 
 def pod_owner_key(pod: dict[str, Any]) -> ObjectKey | None:
-    meta = pod.get("metadata") or {}
+    meta = metadata(pod)
     model = (meta.get("labels") or {}).get(LABEL_MODEL_NAME)
     return ObjectKey(str(meta.get("namespace") or ""), str(model)) if model else None
 
 
 def pod_owner_uid(pod: dict[str, Any]) -> str:
-    return str(((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_MODEL_UID) or "")
+    return str((metadata(pod).get("labels") or {}).get(LABEL_MODEL_UID) or "")

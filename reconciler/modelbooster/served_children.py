@@ -31,7 +31,9 @@ from reconciler.runtime.apply import Desired
 from reconciler.runtime.informer import Handler, Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
-from reconciler.runtime.pruning import Path, field_name, undeclared_paths, without_paths
+from reconciler.runtime.objects import metadata
+from reconciler.runtime.paths import Path, without_paths
+from reconciler.runtime.pruning import field_name, undeclared_paths
 from reconciler.runtime.served import ServedCrd, ServedResources
 from reconciler.runtime.served_kinds import ServedKindInformers
 from shared.autoscaling_generations import Generation, missing_kinds, served_generation
@@ -195,7 +197,7 @@ class ServedChildren(Mapping[Kind, Informer]):
         schema = self._schema(child.kind)
         if schema is None:
             return ()
-        revision = str(((child.obj.get("metadata") or {}).get("labels") or {}).get(LABEL_REVISION) or "")
+        revision = str((metadata(child.obj).get("labels") or {}).get(LABEL_REVISION) or "")
         key = int(revision, 16) if revision and len(revision) <= 32 and _is_hex(revision) else None
         memo = self._memo.setdefault(child.kind, {})
         if key is not None and key in memo:

@@ -35,7 +35,6 @@ Strategy (and why):
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -56,6 +55,8 @@ from reconciler.runtime.foreign import (
 from reconciler.runtime.informer import Informer, Transform
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.lean import full_object
+from reconciler.runtime.objects import metadata
+from reconciler.runtime.paths import get_path, set_path, without_paths
 
 Action = Literal["created", "updated", "replaced", "adopted", "unchanged"]
 REPLICAS_PATH: tuple[str, ...] = ("spec", "replicas")
@@ -92,47 +93,17 @@ def _owner_refs_present(want: Sequence[dict[str, Any]], have: Sequence[dict[str,
 def child_matches(desired: dict[str, Any], live: dict[str, Any], *, ignore: Iterable[tuple[str, ...]] = ()) -> bool:
     """Whether `live` already carries everything `desired` says (see module docstring)."""
     want = without_paths(desired, ignore)
-    want_meta = dict(want.get("metadata") or {})
-    have_meta = live.get("metadata") or {}
+    want_meta = dict(metadata(want))
+    have_meta = metadata(live)
     if not _owner_refs_present(want_meta.pop("ownerReferences", None) or [], have_meta.get("ownerReferences") or []):
         return False
     want["metadata"] = want_meta
     return is_subset(want, live)
 
 
-def without_paths(obj: dict[str, Any], paths: Iterable[tuple[str, ...]]) -> dict[str, Any]:
-    paths = [path for path in paths if path]
-    if not paths:
-        return dict(obj)
-    result = copy.deepcopy(obj)
-    for path in paths:
-        node: Any = result
-        for part in path[:-1]:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(path[-1], None)
-    return result
-
-
-def get_path(obj: dict[str, Any], path: Sequence[str]) -> Any:
-    node: Any = obj
-    for part in path:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
-    return node
-
-
-def set_path(obj: dict[str, Any], path: Sequence[str], value: Any) -> None:
-    node = obj
-    for part in path[:-1]:
-        node = node.setdefault(part, {})
-    node[path[-1]] = value
-
-
 # --------------------------------------------------------------------------- ownership
 def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+    for ref in metadata(obj).get("ownerReferences") or ():
         if isinstance(ref, dict) and ref.get("controller"):
             return ref
     return None
@@ -149,7 +120,7 @@ def _fields_path(path: Sequence[str]) -> list[str]:
 
 def manager_owns(obj: dict[str, Any], *, manager: str, path: Sequence[str], operation: str = "Apply") -> bool:
     """Whether `manager`'s `operation` entry in managedFields owns the field at `path`."""
-    for entry in (obj.get("metadata") or {}).get("managedFields") or ():
+    for entry in metadata(obj).get("managedFields") or ():
         if not isinstance(entry, dict) or entry.get("manager") != manager or entry.get("operation") != operation:
             continue
         if entry.get("subresource"):
@@ -256,7 +227,7 @@ class NotControlledError(Exception):
 
     def __init__(self, desired: Desired, live: dict[str, Any], owner: str) -> None:
         ref = controller_ref(live)
-        meta = live.get("metadata") or {}
+        meta = metadata(live)
         holder = f"controlled by {ref.get('kind')} {ref.get('name')}" if ref else "not controlled by any owner"
         how = (
             "delete it, and it is created anew"
@@ -276,7 +247,7 @@ class ChildTerminating(Exception):
     """Our child is being deleted (a finalizer holds it): it cannot be written, and is created anew once gone."""
 
     def __init__(self, desired: Desired, live: dict[str, Any]) -> None:
-        meta = full_object(live).get("metadata") or {}
+        meta = metadata(full_object(live))
         finalizers = ", ".join(str(f) for f in meta.get("finalizers") or ()) or "none"
         super().__init__(
             f"{desired.ref()} is terminating since {meta.get('deletionTimestamp')} (finalizers: {finalizers}); "
@@ -297,7 +268,7 @@ class ChildOutcome:
 def adoptable(live: dict[str, Any], *, owner_uid: str, selector: Mapping[str, str]) -> bool:
     """Adoption as Kubernetes' controllers do it: an object without a controller reference that carries our
     selector labels, or one whose reference names us without `controller: true` (someone cleared it)."""
-    meta = live.get("metadata") or {}
+    meta = metadata(live)
     refs = [ref for ref in meta.get("ownerReferences") or () if isinstance(ref, dict)]
     if any(ref.get("uid") == owner_uid for ref in refs):
         return controller_ref(live) is None or is_controlled_by(live, owner_uid)
@@ -335,7 +306,7 @@ async def ensure_child(
     if live is not None and immutable_changed(desired, live):
         await delete_child(client=client, cache=cache, kind=desired.kind, live=live)
         live, replaced = None, True
-    if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):
+    if live is not None and metadata(live).get("deletionTimestamp"):
         raise ChildTerminating(desired, live)
     if live is None:
         try:
@@ -348,13 +319,13 @@ async def ensure_child(
             live = await client.get(desired.kind, desired.namespace, desired.name)
             if not is_controlled_by(live, owner_uid) and not adoptable(live, owner_uid=owner_uid, selector=selector):
                 raise NotControlledError(desired, live, owner) from None
-            if all(((live.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in selector.items()):
+            if all((metadata(live).get("labels") or {}).get(k) == v for k, v in selector.items()):
                 cache.write_through(live)  # it belongs in the cache: the next reconcile must not create it again
             if immutable_changed(desired, live):
                 raise ApiError(
                     status=409, reason="Conflict", message=f"{desired.ref()} is being replaced; its deletion is pending"
                 ) from None
-            if (live.get("metadata") or {}).get("deletionTimestamp"):
+            if metadata(live).get("deletionTimestamp"):
                 raise ChildTerminating(desired, live) from None
         else:
             cache.write_through(created)
@@ -419,7 +390,7 @@ async def _remove_foreign_fields(
 
 def _signature(finding: ForeignField, live: dict[str, Any]) -> tuple[Any, ...]:
     """A foreign field as RemovalHistory tells them apart: where, who, and what value."""
-    value = json.dumps(get_path_any(live, finding.path), sort_keys=True, default=str)
+    value = json.dumps(get_path(live, finding.path), sort_keys=True, default=str)
     return (finding.path, finding.manager, hashlib.sha256(value.encode()).hexdigest()[:16])
 
 
@@ -427,26 +398,16 @@ def _describe(finding: ForeignField, desired: dict[str, Any], live: dict[str, An
     """A foreign field for people: the paths inside it that differ from ours (a whole list they own is named by
     what they added to it), and who set it."""
     if finding.rendered:
-        want, have = get_path_any(desired, finding.path), get_path_any(live, finding.path)
+        want, have = get_path(desired, finding.path), get_path(live, finding.path)
         paths = describe_differences(want, have, finding.path) or [finding.path]
     else:
         paths = [finding.path]
     return ", ".join(readable(path, live) for path in paths) + f" (set by {finding.manager or 'an unnamed manager'})"
 
 
-def get_path_any(obj: Any, path: Sequence[str | int]) -> Any:
-    node = obj
-    for part in path:
-        if isinstance(part, int):
-            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
-        else:
-            node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
 async def delete_child(*, client: KubeClient, cache: Informer, kind: Kind, live: dict[str, Any]) -> bool:
     """Delete a stale child; False if it was already gone or replaced by another object of that name."""
-    meta = live.get("metadata") or {}
+    meta = metadata(live)
     namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
     try:
         await client.delete(kind, namespace, name, uid=meta.get("uid"))

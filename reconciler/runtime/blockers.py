@@ -21,6 +21,7 @@ from collections.abc import Callable
 from process.backoff import backoff_delay
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
+from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import is_outage
 
 logger = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ class BlockerWatches:
                                            reason=str(event.object.get("reason") or "WatchError"),
                                            message=str(event.object.get("message") or "error event"))  # fmt: skip
                         if event.type == "BOOKMARK":
-                            version = str((event.object.get("metadata") or {}).get("resourceVersion") or version)
+                            version = str(metadata(event.object).get("resourceVersion") or version)
                             continue
                         self._fire(key)
                         return
@@ -121,7 +122,7 @@ class BlockerWatches:
             if error.not_found:
                 return ""
             raise
-        return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        return meta_text(obj, "resourceVersion")
 
     async def close(self) -> None:
         tasks = list(self._tasks.values())

@@ -34,6 +34,7 @@ from kubernetes.aio.client import ApiClient, Configuration
 from process.jsontext import encode_json, parse_json
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.objects import metadata
 from reconciler.runtime.ratelimit import TokenBucket
 
 logger = logging.getLogger(__name__)
@@ -305,7 +306,7 @@ class KubeClient:
         if continue_token:
             query.append(("continue", continue_token))
         _, body = await self.request("GET", kind.collection_path(namespace), query=query)
-        meta = body.get("metadata") or {}
+        meta = metadata(body)
         return ObjectList(
             items=list(body.get("items") or []),
             resource_version=str(meta.get("resourceVersion") or ""),
@@ -313,14 +314,14 @@ class KubeClient:
         )
 
     async def create(self, kind: Kind, obj: dict[str, Any], *, field_manager: str | None = None) -> dict[str, Any]:
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = metadata(obj).get("namespace")
         query = [("fieldManager", field_manager)] if field_manager else []
         return (await self.request("POST", kind.collection_path(namespace), query=query, body=obj))[1]
 
     async def replace(
         self, kind: Kind, obj: dict[str, Any], *, subresource: str | None = None, field_manager: str | None = None
     ) -> dict[str, Any]:
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         query = [("fieldManager", field_manager)] if field_manager else []
         path = kind.object_path(meta.get("namespace"), meta["name"], subresource)
         return (await self.request("PUT", path, query=query, body=obj))[1]
@@ -329,7 +330,7 @@ class KubeClient:
         self, kind: Kind, obj: dict[str, Any], *, field_manager: str, force: bool = True
     ) -> tuple[dict[str, Any], bool]:
         """Server-side apply; returns (the object as stored, whether the apply created it)."""
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         query: list[tuple[str, Any]] = [("fieldManager", field_manager)]
         if force:
             query.append(("force", True))

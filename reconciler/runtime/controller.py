@@ -24,6 +24,7 @@ from reconciler.runtime.client import ApiError
 from reconciler.runtime.informer import EventType, Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.objects import metadata
 from reconciler.runtime.outage import OutageLog, is_outage
 from reconciler.runtime.queue import QueueObserver, QueueShutDown, WorkQueue
 from reconciler.runtime.ratelimit import RateLimiter
@@ -40,7 +41,7 @@ class ObjectKey(NamedTuple):
 
     @classmethod
     def of(cls, obj: dict[str, Any]) -> ObjectKey:
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         return cls(meta.get("namespace") or "", meta.get("name") or "")
 
 
@@ -71,7 +72,7 @@ def map_to_controller_owner(owner: Kind) -> KeyMapper:
         for obj in (old, new):
             if obj is None:
                 continue
-            meta = obj.get("metadata") or {}
+            meta = metadata(obj)
             for ref in meta.get("ownerReferences") or ():
                 if ref.get("controller") and ref.get("kind") == owner.kind and _group_of(ref) == owner.group:
                     keys.add(ObjectKey(meta.get("namespace") or "", ref.get("name") or ""))

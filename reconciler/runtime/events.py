@@ -26,6 +26,7 @@ from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import EVENT
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.namespaces import refused_as_terminating
+from reconciler.runtime.objects import metadata
 from reconciler.runtime.outage import OutageLog, is_outage
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class EventRecorder:
         self._posted: OrderedDict[tuple[str, str, str, str], _Posted] = OrderedDict()
 
     async def emit(self, involved: dict[str, Any], *, type: EventKind, reason: str, message: str) -> None:
-        meta = involved.get("metadata") or {}
+        meta = metadata(involved)
         if involved.get("kind") == "Event":
             return  # never events about events
         namespace = str(meta.get("namespace") or "default")
@@ -122,7 +123,7 @@ class EventRecorder:
         reason: str,
         message: str,
     ) -> None:
-        meta = involved.get("metadata") or {}
+        meta = metadata(involved)
         now = _timestamp()
         name = f"{meta.get('name')}.{time.time_ns():x}"
         body = {

@@ -35,8 +35,8 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, 
 from dataclasses import dataclass
 from typing import Any, Final
 
-PathPart = str | int
-Path = tuple[PathPart, ...]
+from reconciler.runtime.objects import json_equal, metadata
+from reconciler.runtime.paths import Path, PathPart
 
 MAX_DEPTH: Final = 64
 MAX_FINDINGS: Final = 64
@@ -69,21 +69,10 @@ def readable(path: Sequence[PathPart], obj: Any = None) -> str:
     return text
 
 
-def same(a: Any, b: Any) -> bool:
-    """JSON equality: `True` is not `1`."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 def foreign_entries(obj: dict[str, Any], *, manager: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(manager, operation, its `f:spec` field set) of each managedFields entry of another manager on the main
     resource (status written through its subresource is nobody's concern here)."""
-    for entry in (obj.get("metadata") or {}).get("managedFields") or ():
+    for entry in metadata(obj).get("managedFields") or ():
         if not isinstance(entry, dict) or entry.get("subresource") or entry.get("manager") == manager:
             continue
         spec = (entry.get("fieldsV1") or {}).get("f:spec") if isinstance(entry.get("fieldsV1"), dict) else None
@@ -114,9 +103,9 @@ def _step(key: str, live: Any, want: Any) -> tuple[PathPart, Any, Any] | None:
 
     def matches(item: Any) -> bool:
         if key.startswith("v:"):
-            return same(item, decoded)
+            return json_equal(item, decoded)
         return isinstance(item, dict) and isinstance(decoded, dict) and all(
-            same(item.get(k), v) for k, v in decoded.items()
+            json_equal(item.get(k), v) for k, v in decoded.items()
         )
 
     index = next((i for i, item in enumerate(live) if matches(item)), -1)
@@ -157,7 +146,7 @@ def find_foreign(
             if want_value is _MISSING:
                 found[here] = ForeignField(here, who, rendered=False)
             elif not isinstance(sub, dict) or not (sub.keys() - {"."}):
-                if not same(live_value, want_value):  # a whole value (scalar or atomic list) they own
+                if not json_equal(live_value, want_value):  # a whole value (scalar or atomic list) they own
                     found[here] = ForeignField(here, who, rendered=True)
             else:
                 walk(sub, live_value, want_value, here, who)
@@ -186,7 +175,7 @@ def describe_differences(want: Any, have: Any, path: Path = (), *, limit: int = 
         elif isinstance(w, list) and isinstance(h, list) and len(w) == len(h):
             for index, (x, y) in enumerate(zip(w, h, strict=True)):
                 walk(x, y, (*p, index))
-        elif not same(w, h):
+        elif not json_equal(w, h):
             result.append(p)
 
     walk(want, have, path)
@@ -199,7 +188,7 @@ def removal_patch(
     """A JSON merge patch that makes the child's spec, labels and annotations what we render: the whole desired
     spec (lists, which a merge patch replaces whole, carry our items without anything added to them), and null
     for each foreign map key we do not render. `leave` are paths not ours to write (left out of the patch)."""
-    meta = desired.get("metadata") or {}
+    meta = metadata(desired)
     patch: dict[str, Any] = {"metadata": {key: meta[key] for key in ("labels", "annotations") if key in meta}}
     spec = copy.deepcopy(desired.get("spec") or {})
     for path in leave:

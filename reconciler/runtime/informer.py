@@ -41,6 +41,7 @@ from process.backoff import backoff_delay
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import OutageLog
 
 logger = logging.getLogger(__name__)
@@ -53,14 +54,14 @@ StoreKey = tuple[str, str]
 
 
 def store_key(obj: dict[str, Any]) -> StoreKey:
-    meta = obj.get("metadata") or {}
+    meta = metadata(obj)
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
 def resource_version(obj: dict[str, Any] | None) -> str:
     if obj is None:
         return ""
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return meta_text(obj, "resourceVersion")
 
 
 def is_newer(candidate: str, current: str) -> bool:
@@ -74,7 +75,7 @@ def is_newer(candidate: str, current: str) -> bool:
 
 def label_index(label: str) -> IndexFunc:
     def index(obj: dict[str, Any]) -> Iterable[str]:
-        value = ((obj.get("metadata") or {}).get("labels") or {}).get(label)
+        value = (metadata(obj).get("labels") or {}).get(label)
         return [value] if value is not None else []
 
     return index

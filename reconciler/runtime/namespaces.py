@@ -22,6 +22,7 @@ from typing import Any, Final
 from reconciler.runtime.client import ApiError
 from reconciler.runtime.informer import Informer
 from reconciler.runtime.lean import Keep, lean
+from reconciler.runtime.objects import meta_text, metadata
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class NamespaceLifecycle:
 
     def terminating(self, namespace: str) -> bool:
         cached = self._cached(namespace)
-        meta = (cached or {}).get("metadata") or {}
+        meta = metadata(cached)
         if meta.get("deletionTimestamp"):
             return True
         refused = self._refused.get(namespace)
@@ -80,7 +81,7 @@ class NamespaceLifecycle:
     def refused(self, namespace: str) -> None:
         """A write in `namespace` was refused because it is being deleted."""
         cached = self._cached(namespace)
-        version = str(((cached or {}).get("metadata") or {}).get("resourceVersion") or "")
+        version = meta_text(cached, "resourceVersion")
         self._refused[namespace] = (self._clock(), version)
 
     def skip(self, namespace: str, what: str) -> None:

@@ -12,11 +12,11 @@ forever; `undeclared_paths` lets it notice instead, and `without_paths` drops su
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
-Path = tuple[str | int, ...]
+from reconciler.runtime.paths import Path
+
 _ALWAYS_KEPT: Final = frozenset({"apiVersion", "kind", "metadata"})
 # Hostile or absurd input: a schema or object deeper than this is not walked further (nothing is reported there).
 MAX_DEPTH: Final = 64
@@ -55,26 +55,6 @@ def _walk(value: Any, schema: Mapping[str, Any], path: Path, found: list[Path], 
         if isinstance(items, Mapping):
             for index, item in enumerate(value):
                 _walk(item, items, (*path, index), found)
-
-
-def without_paths(obj: dict[str, Any], paths: Sequence[Path]) -> dict[str, Any]:
-    """A copy of `obj` without the fields at `paths` (as `undeclared_paths` returns them)."""
-    if not paths:
-        return obj
-    result = copy.deepcopy(obj)
-    # Only object fields are ever pruned (never list items), so removing one shifts no other path.
-    for path in paths:
-        node: Any = result
-        for step in path[:-1]:
-            if isinstance(node, dict):
-                node = node.get(step)
-            elif isinstance(node, list) and isinstance(step, int) and step < len(node):
-                node = node[step]
-            else:
-                node = None
-        if isinstance(node, dict):
-            node.pop(path[-1], None)
-    return result
 
 
 def field_name(path: Path) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Final
 from reconciler.runtime.informer import EventType, Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
+from reconciler.runtime.objects import meta_text, without_managed_fields
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ def _transform(groups: frozenset[str]) -> Callable[[dict[str, Any]], dict[str, A
         assert isinstance(meta, dict)
         assert isinstance(spec, dict)
         if spec.get("group") in groups:
-            return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+            return without_managed_fields(obj)
         # Identity only: enough to say it exists, nothing of its (possibly huge) schema.
         return {
             "apiVersion": obj.get("apiVersion"),
@@ -198,7 +199,7 @@ class ServedResources:
     # ---------------------------------------------------------------- events
     def _on_event(self, event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         source = old if new is None else new
-        name = str(((source or {}).get("metadata") or {}).get("name") or "")
+        name = meta_text(source, "name")
         before = self._crds.get(name)
         after = served_crd(new) if new is not None and event != "DELETED" else None
         if after is None:

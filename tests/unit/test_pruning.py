@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.runtime.pruning import field_name, undeclared_paths, without_paths
+from reconciler.runtime.paths import without_paths
+from reconciler.runtime.pruning import field_name, undeclared_paths
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
