@@ -20,18 +20,18 @@ from reconciler.modelbooster.lora import LoraUpdater, setup_pod_informer
 from reconciler.modelbooster.settings import DynamicSettings, ReconcilerSettings
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.controller import Controller
+from reconciler.runtime.discovery import CrdDiscovery
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.health import make_app
 from reconciler.runtime.kinds import CONFIG_MAP
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
-from reconciler.runtime.served import ServedResources
 from shared.api.inferno import GROUP as INFERNO_GROUP
 from shared.constants import NETWORKING_GROUP, WORKLOAD_GROUP
 
 logger = logging.getLogger(__name__)
 
-# The API groups of the CRDs we ship: their CRDs are held whole (schemas, annotations) by `ServedResources`.
+# The API groups of the CRDs we ship: their CRDs are held whole (schemas, annotations) by `CrdDiscovery`.
 OUR_GROUPS = frozenset({WORKLOAD_GROUP, NETWORKING_GROUP, INFERNO_GROUP})
 
 
@@ -43,7 +43,7 @@ class ReconcilerProcess:
     reconciler: ModelBoosterReconciler
     dynamic: DynamicSettings
     # The CRDs the cluster serves (one watch); CRDs of our groups are held whole. Any duty may subscribe.
-    served: ServedResources
+    served: CrdDiscovery
 
 
 def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) -> ReconcilerProcess:
@@ -64,7 +64,7 @@ def build(settings: ReconcilerSettings, client: KubeClient, metrics: Metrics) ->
     )
     register_build_info(metrics.registry, component="reconciler")
     dynamic = DynamicSettings(settings.synthesis())
-    served = ServedResources(manager, groups=OUR_GROUPS)
+    served = CrdDiscovery(manager, groups=OUR_GROUPS)
     recorder = EventRecorder(client, instance=settings.identity, metrics=metrics)
     pods = setup_pod_informer(manager, namespaces=settings.namespaces)
     lora = LoraUpdater(pods=pods, recorder=recorder, timeout=settings.lora_timeout)

@@ -57,8 +57,8 @@ from reconciler.modelbooster.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.environment import SettingsError, detect_identity, detect_namespace
 from reconciler.runtime.events import EventRecorder
-from reconciler.runtime.flags import ENV_PREFIX
 from reconciler.runtime.leader import LeaseTimings
+from reconciler.settings import ENV_PREFIX
 
 logger = logging.getLogger(__name__)
 

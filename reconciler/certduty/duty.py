@@ -62,10 +62,10 @@ from process.backoff import backoff_delay
 from reconciler.certduty.metrics import CertDutyMetrics
 from reconciler.certduty.settings import CertDutySettings
 from reconciler.runtime.client import ApiError, KubeClient
-from reconciler.runtime.informer import EventType
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import metadata
+from reconciler.runtime.source import EventType
 
 logger = logging.getLogger(__name__)
 

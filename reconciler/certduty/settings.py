@@ -17,7 +17,7 @@ from typing import Final
 
 from process.flags import Flag, add_flags, add_switch
 from reconciler.runtime.environment import SettingsError, detect_namespace
-from reconciler.runtime.flags import ENV_PREFIX
+from reconciler.settings import ENV_PREFIX
 from shared.durations import DurationError, parse_duration
 from shared.naming import is_dns1123_label
 

@@ -3,7 +3,7 @@
 Helm never upgrades a chart's CRDs, so after `helm upgrade` the cluster keeps the CRDs of the first install
 until an operator applies the new ones (docs/chart.md, "Upgrades"). An older CRD prunes fields this version
 writes and refuses objects this version accepts, and nothing else would say why. So, on every replica, once the
-CRD watch (reconciler/runtime/served.py) has listed and again on every change of one of our CRDs, each CRD is
+CRD watch (reconciler/runtime/discovery.py) has listed and again on every change of one of our CRDs, each CRD is
 judged by the digest annotation it carries (shared/crd_digest.py) and:
 
 - `modelbooster_crd_outdated{crd}` is 1 for an outdated CRD and 0 for a current or absent one (the chart's
@@ -31,11 +31,11 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Gauge
 
 from process.flags import add_switch
+from reconciler.runtime.discovery import CrdDiscovery, ServedCrd
 from reconciler.runtime.events import EventRecorder
-from reconciler.runtime.flags import ENV_PREFIX
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import metadata
-from reconciler.runtime.served import ServedCrd, ServedResources
+from reconciler.settings import ENV_PREFIX
 from shared.crd_digest import (
     CrdJudgement,
     judge,
@@ -78,7 +78,7 @@ class CrdCheck:
 
     def __init__(
         self,
-        served: ServedResources,
+        served: CrdDiscovery,
         *,
         expected: Mapping[str, str],
         registry: CollectorRegistry,
@@ -149,7 +149,7 @@ class CrdCheck:
 
 def register_crd_check(
     manager: Manager,
-    served: ServedResources,
+    served: CrdDiscovery,
     *,
     settings: CrdCheckSettings,
     recorder: EventRecorder | None,

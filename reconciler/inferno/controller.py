@@ -66,14 +66,15 @@ from reconciler.runtime.conditions import (
     rfc3339_now,
     status_differs,
 )
-from reconciler.runtime.controller import Controller, KeyMapper, ObjectKey, ReconcileError, Result, TerminalError
+from reconciler.runtime.controller import Controller, ReconcileError, Result, TerminalError
 from reconciler.runtime.events import EventRecorder
-from reconciler.runtime.flags import ENV_PREFIX
-from reconciler.runtime.informer import EventType, Informer
+from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import meta_text, metadata, without_managed_fields
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
+from reconciler.runtime.source import EventType, KeyMapper, ObjectKey
+from reconciler.settings import ENV_PREFIX
 from shared.api import inferno as api
 from shared.durations import DurationError, check_duration, parse_duration
 from shared.inferno_validation import (

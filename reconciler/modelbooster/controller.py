@@ -62,19 +62,11 @@ from reconciler.runtime.apply import (
 from reconciler.runtime.blockers import BlockerWatches
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.conditions import condition_status, rfc3339_now, status_differs
-from reconciler.runtime.controller import (
-    Controller,
-    KeyMapper,
-    ObjectKey,
-    ReconcileError,
-    Result,
-    TerminalError,
-    map_to_controller_owner,
-    map_to_self,
-)
+from reconciler.runtime.controller import Controller, ReconcileError, Result, TerminalError, map_to_controller_owner
+from reconciler.runtime.discovery import CrdDiscovery
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.foreign import RemovalHistory, ToleratedFields
-from reconciler.runtime.informer import EventType, Informer, label_index
+from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.kinds import NAMESPACE, Kind
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
@@ -83,7 +75,7 @@ from reconciler.runtime.namespaces import NamespaceLifecycle, namespace_transfor
 from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import is_unavailable
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
-from reconciler.runtime.served import ServedResources
+from reconciler.runtime.source import EventType, KeyMapper, ObjectKey, map_to_self
 from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import DEFAULT_GENERATION
 from shared.backend_shape import backend_objects
@@ -590,7 +582,7 @@ def setup_modelbooster_controller(
     recorder: EventRecorder,
     workers: int,
     field_manager: str,
-    served: ServedResources,
+    served: CrdDiscovery,
     lora: LoraUpdater | None = None,
     backoff_base: float = 0.005,
     backoff_max: float = 1000.0,

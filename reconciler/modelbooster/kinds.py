@@ -1,22 +1,33 @@
-"""The kinds the ModelBooster controller reads and writes: the ModelBooster itself and every child kind."""
+"""The kinds the ModelBooster controller reads and writes (declared once in reconciler/api/kinds.py), and what
+this controller knows of them: which fields are immutable, which kind an object is."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from reconciler.runtime.kinds import Kind
-from shared import constants as c
-
-MODEL_BOOSTER: Final = Kind(c.WORKLOAD_GROUP, c.VERSION, c.KIND_MODEL_BOOSTER, c.PLURAL_MODEL_BOOSTERS)
-MODEL_SERVING: Final = Kind(c.WORKLOAD_GROUP, c.VERSION, c.KIND_MODEL_SERVING, c.PLURAL_MODEL_SERVINGS)
-MODEL_SERVER: Final = Kind(c.NETWORKING_GROUP, c.VERSION, c.KIND_MODEL_SERVER, c.PLURAL_MODEL_SERVERS)
-MODEL_ROUTE: Final = Kind(c.NETWORKING_GROUP, c.VERSION, c.KIND_MODEL_ROUTE, c.PLURAL_MODEL_ROUTES)
-AUTOSCALING_POLICY: Final = Kind(c.WORKLOAD_GROUP, c.VERSION, c.KIND_AUTOSCALING_POLICY, c.PLURAL_AUTOSCALING_POLICIES)
-AUTOSCALING_POLICY_BINDING: Final = Kind(
-    c.WORKLOAD_GROUP, c.VERSION, c.KIND_AUTOSCALING_POLICY_BINDING, c.PLURAL_AUTOSCALING_POLICY_BINDINGS
+from reconciler.api.kinds import (
+    AUTOSCALING_POLICY,
+    AUTOSCALING_POLICY_BINDING,
+    CHILD_KINDS,
+    MODEL_BOOSTER,
+    MODEL_ROUTE,
+    MODEL_SERVER,
+    MODEL_SERVING,
 )
-# Every kind a ModelBooster owns, in the order they are created (docs/design/synthesis.md §1).
-CHILD_KINDS: Final = (MODEL_SERVING, MODEL_SERVER, MODEL_ROUTE, AUTOSCALING_POLICY, AUTOSCALING_POLICY_BINDING)
+from reconciler.runtime.kinds import Kind
+
+__all__ = [
+    "AUTOSCALING_POLICY",
+    "AUTOSCALING_POLICY_BINDING",
+    "CHILD_KINDS",
+    "IMMUTABLE_FIELDS",
+    "MODEL_BOOSTER",
+    "MODEL_ROUTE",
+    "MODEL_SERVER",
+    "MODEL_SERVING",
+    "child_kind_of",
+]
+
 # Fields of a child that its CRD makes immutable and a ModelBooster change can alter: the child is replaced
 # (docs/design/reconciler.md §3). A ModelServing's gangPolicy.minRoleReplicas is immutable too, but a change
 # of it is refused at admission instead, as replacing a ModelServing restarts all of its pods.

@@ -35,13 +35,13 @@ import aiohttp
 
 from reconciler.modelbooster.kinds import MODEL_SERVING
 from reconciler.runtime.apply import Desired, child_matches
-from reconciler.runtime.controller import ObjectKey
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.kinds import POD
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import metadata
+from reconciler.runtime.source import ObjectKey
 from shared.api.modelbooster import LoraAdapter, ModelBackend, ModelBooster
 from shared.constants import (
     ENV_ALLOW_RUNTIME_LORA_UPDATING,

@@ -1,8 +1,8 @@
 """The child kinds the cluster serves, their shape, and their informers (docs/design/reconciler.md §14).
 
 Clusters that run Kthena keep its child CRDs, in one of three generations (shared/autoscaling_generations.py).
-From the served CRDs (reconciler/runtime/served.py: one CRD watch) this module keeps:
-- an informer per child kind, running only while that kind is served (reconciler/runtime/served_kinds.py), so
+From the served CRDs (reconciler/runtime/discovery.py: one CRD watch) this module keeps:
+- an informer per child kind, running only while that kind is served (reconciler/runtime/kind_informers.py), so
   a missing kind never holds up readiness, leadership or another ModelBooster;
 - the autoscaling generation, read off the served AutoscalingPolicy and Binding schemas;
 - for each desired child, the fields the served schema would prune (reconciler/runtime/pruning.py): they are
@@ -28,14 +28,15 @@ from reconciler.modelbooster.kinds import (
     CHILD_KINDS,
 )
 from reconciler.runtime.apply import Desired
-from reconciler.runtime.informer import Handler, Informer
+from reconciler.runtime.discovery import CrdDiscovery, ServedCrd
+from reconciler.runtime.informer import Informer
+from reconciler.runtime.kind_informers import KindInformers
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import metadata
 from reconciler.runtime.paths import Path, without_paths
 from reconciler.runtime.pruning import field_name, undeclared_paths
-from reconciler.runtime.served import ServedCrd, ServedResources
-from reconciler.runtime.served_kinds import ServedKindInformers
+from reconciler.runtime.source import Handler
 from shared.autoscaling_generations import Generation, missing_kinds, served_generation
 from shared.constants import LABEL_REVISION
 
@@ -63,14 +64,14 @@ class ServedChildren(Mapping[Kind, Informer]):
     def __init__(
         self,
         manager: Manager,
-        served: ServedResources,
+        served: CrdDiscovery,
         *,
         make: Callable[[Kind], Informer],
         kinds: Sequence[Kind] = CHILD_KINDS,
     ) -> None:
         self.served = served
         self.kinds = tuple(kinds)
-        self.informers = ServedKindInformers(manager, served, self.kinds, make=make)
+        self.informers = KindInformers(manager, served, self.kinds, make=make)
         self._callbacks: list[Callable[[], None]] = []
         self._reported: set[tuple[str, str, str]] = set()
         # Per kind, revision digest (as an int: small) -> what the served schema prunes from that desired child.

@@ -18,31 +18,19 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from reconciler.runtime.client import ApiError
-from reconciler.runtime.informer import EventType, Informer
+from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.objects import metadata
 from reconciler.runtime.outage import OutageLog, is_outage
 from reconciler.runtime.queue import QueueObserver, QueueShutDown, WorkQueue
 from reconciler.runtime.ratelimit import RateLimiter
+from reconciler.runtime.source import EventType, KeyMapper, ObjectKey, Source, map_to_self
 
 logger = logging.getLogger(__name__)
-
-
-class ObjectKey(NamedTuple):
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
-
-    @classmethod
-    def of(cls, obj: dict[str, Any]) -> ObjectKey:
-        meta = metadata(obj)
-        return cls(meta.get("namespace") or "", meta.get("name") or "")
 
 
 @dataclass(frozen=True)
@@ -55,13 +43,6 @@ class TerminalError(Exception):
 
 
 Reconcile = Callable[[ObjectKey], Awaitable[Result]]
-# (event type, old object or None, new object or None) -> keys to enqueue
-KeyMapper = Callable[[EventType, dict[str, Any] | None, dict[str, Any] | None], Iterable[ObjectKey]]
-
-
-def map_to_self(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
-    obj = new if new is not None else old
-    return [ObjectKey.of(obj)] if obj is not None else []
 
 
 def map_to_controller_owner(owner: Kind) -> KeyMapper:
@@ -113,7 +94,7 @@ class Controller:
                 on_work_duration=metrics.work_duration.labels(**labels).observe,
             ),
         )
-        self._sources: list[Informer] = []
+        self._sources: list[Source] = []
         self._primary: Informer | None = None
         # Reconciles failing because the API server is unavailable: one line per outage, not one per retry; and
         # the keys that failed so, retried at once when the server answers again (a watched informer reaches it,
@@ -124,30 +105,27 @@ class Controller:
         metrics.init_controller(name, workers)
 
     # ---------------------------------------------------------------- wiring
-    def watch(self, informer: Informer, mapper: KeyMapper, *, primary: bool = False) -> None:
-        """Enqueue the keys `mapper` returns for each event of `informer`. The primary informer is the one
-        whose every object is re-enqueued on resync and when leadership starts."""
-
-        def handler(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-            for key in mapper(event, old, new):
-                if key.name:
-                    self.queue.add(key)
-
-        informer.add_handler(handler)
-        if informer not in self._sources:
-            self._sources.append(informer)
-            informer.add_recovery_handler(self._retry_outage_keys)
+    def watch(self, source: Source, mapper: KeyMapper = map_to_self, *, primary: bool = False) -> None:
+        """Feed this controller from `source` (runtime/source.py); the workers start once every source has
+        synced. The primary source, an informer, is the one whose every object is re-enqueued on resync and when
+        leadership starts."""
+        if source in self._sources:
+            return
+        self._sources.append(source)
+        source.attach(self, mapper)
         if primary:
-            self._primary = informer
+            if not isinstance(source, Informer):
+                raise TypeError(f"controller {self.name}: the primary source must be an informer")
+            self._primary = source
 
     def depends_on(self, informer: Informer) -> None:
-        """An informer the reconcile reads without reacting to its events (e.g. settings): the workers start only
-        once it has synced, like the watched ones."""
+        """An informer the reconcile reads without reacting to its events: the workers start only once it has
+        synced, like the watched sources."""
         if informer not in self._sources:
             self._sources.append(informer)
 
     async def wait_synced(self) -> None:
-        await asyncio.gather(*(informer.wait_synced() for informer in self._sources))
+        await asyncio.gather(*(source.wait_synced() for source in self._sources))
 
     def enqueue(self, key: ObjectKey) -> None:
         self.queue.add(key)
@@ -160,7 +138,7 @@ class Controller:
             self.queue.add(ObjectKey.of(obj))
 
     @property
-    def sources(self) -> list[Informer]:
+    def sources(self) -> list[Source]:
         return list(self._sources)
 
     # ---------------------------------------------------------------- running
@@ -184,7 +162,7 @@ class Controller:
             await asyncio.sleep(period)
             self.enqueue_all()
 
-    def _retry_outage_keys(self) -> None:
+    def server_answers(self) -> None:
         """The API server answers again (a reconcile succeeded, or a watched informer reached it): the keys that
         failed for the outage are retried now instead of after the backoff they built up meanwhile."""
         waiting, self._outage_keys = self._outage_keys, set()
@@ -241,7 +219,7 @@ class Controller:
         else:
             self._outage_keys.discard(key)
             if self._outage.succeeded():
-                self._retry_outage_keys()
+                self.server_answers()
             self.queue.forget(key)
             if result.requeue_after is not None and result.requeue_after > 0:
                 result_label = "requeue_after"

@@ -35,7 +35,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from process.backoff import backoff_delay
 from reconciler.runtime.client import ApiError, KubeClient
@@ -43,11 +43,10 @@ from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import OutageLog
+from reconciler.runtime.source import EventType, Handler, KeyMapper, Sink
 
 logger = logging.getLogger(__name__)
 
-EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Handler = Callable[[EventType, dict[str, Any] | None, dict[str, Any] | None], None]
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
 StoreKey = tuple[str, str]
@@ -150,6 +149,17 @@ class Informer:
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
+
+    def attach(self, sink: Sink, mapper: KeyMapper) -> None:
+        """As a controller's source (runtime/source.py): each event's keys, and the end of an outage."""
+
+        def handler(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            for key in mapper(event, old, new):
+                if key.name:
+                    sink.enqueue(key)
+
+        self.add_handler(handler)
+        self.add_recovery_handler(sink.server_answers)
 
     def add_recovery_handler(self, handler: Callable[[], None]) -> None:
         """`handler()` runs when the informer reaches the API server again after failing to (an outage ended)."""

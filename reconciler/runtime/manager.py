@@ -11,7 +11,7 @@ Lifecycle of `run(stop)`:
 
 Informers for kinds the cluster may not serve (a CRD installed later, or removed) are not registered up front:
 `start_informer(informer)` runs one while the process runs and `stop_informer(informer)` ends it
-(reconciler/runtime/served_kinds.py decides when, from reconciler/runtime/served.py). A running one counts for
+(reconciler/runtime/kind_informers.py decides when, from reconciler/runtime/discovery.py). A running one counts for
 `/readyz` like the others; a stopped one no longer does, so nothing waits on a kind that is not served.
 
 Other duties that only the leader may perform register with `add_leader_task(name, factory, needs=...)`:

@@ -85,7 +85,7 @@ def _ca_injection_grants() -> set[Grant]:
 
 
 def _crd_grants() -> set[Grant]:
-    """What the cluster serves is read from the CRDs (reconciler/runtime/served.py): one list+watch."""
+    """What the cluster serves is read from the CRDs (reconciler/runtime/discovery.py): one list+watch."""
     return {Grant("apiextensions.k8s.io", "customresourcedefinitions", verb, None) for verb in ("list", "watch")}
 
 

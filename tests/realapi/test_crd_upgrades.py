@@ -22,11 +22,11 @@ from kubernetes.client import ApiException
 
 from reconciler.crdcheck.check import EVENT_REASON, CrdCheckSettings, register_crd_check
 from reconciler.runtime.client import KubeClient
+from reconciler.runtime.discovery import CrdDiscovery
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.kinds import EVENT
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
-from reconciler.runtime.served import ServedResources
 from shared.crd_digest import DIGEST_ANNOTATION, judge
 from shared.crds import KINDS, expected_digests
 from tests.e2e.harness import raw_exchange, raw_request
@@ -113,7 +113,7 @@ async def test_an_outdated_crd_on_the_real_server_raises_the_signal(
 ) -> None:
     client = await KubeClient.connect(kubeconfig=str(real_api.kubeconfig), user_agent="realapi-crd-check")
     manager = Manager(client, options=ManagerOptions(leader_elect=False, shutdown_timeout=1.0), metrics=Metrics())
-    served = ServedResources(manager, groups={kind.group for kind in KINDS})
+    served = CrdDiscovery(manager, groups={kind.group for kind in KINDS})
     register_crd_check(
         manager,
         served,

@@ -8,16 +8,10 @@ from typing import Any
 import pytest
 
 from reconciler.modelbooster.kinds import MODEL_BOOSTER
-from reconciler.runtime.controller import (
-    Controller,
-    ObjectKey,
-    Result,
-    TerminalError,
-    map_to_controller_owner,
-    map_to_self,
-)
+from reconciler.runtime.controller import Controller, Result, TerminalError, map_to_controller_owner
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.ratelimit import ItemExponentialBackoff
+from reconciler.runtime.source import ObjectKey, map_to_self
 
 KEY = ObjectKey("ns", "m")
 

@@ -14,12 +14,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from reconciler.crdcheck.check import EVENT_REASON, CrdCheckSettings, register_crd_check
 from reconciler.runtime.client import KubeClient
+from reconciler.runtime.discovery import CRD, CrdDiscovery
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.health import make_app
 from reconciler.runtime.kinds import EVENT
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
-from reconciler.runtime.served import CRD, ServedResources
 from shared.crd_digest import DIGEST_ANNOTATION
 from shared.crds import CHILD_CRDS_DIRECTORY, KINDS, crds
 from tests.fakeapi.server import FakeApiServer
@@ -57,7 +57,7 @@ async def _start(
     client: KubeClient, *, check_children: bool = True, check_inferno: bool = True
 ) -> tuple[Any, asyncio.Event, asyncio.Task[None]]:
     manager = Manager(client, options=ManagerOptions(leader_elect=False, shutdown_timeout=1.0), metrics=Metrics())
-    served = ServedResources(manager, groups=GROUPS)
+    served = CrdDiscovery(manager, groups=GROUPS)
     check = register_crd_check(
         manager,
         served,

@@ -14,7 +14,7 @@ import pytest
 
 from reconciler.modelbooster.kinds import AUTOSCALING_POLICY, AUTOSCALING_POLICY_BINDING, MODEL_SERVING
 from reconciler.runtime.client import KubeClient
-from reconciler.runtime.served import CRD
+from reconciler.runtime.discovery import CRD
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import (
     FAST,

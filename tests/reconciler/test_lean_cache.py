@@ -12,9 +12,10 @@ from reconciler.modelbooster.controller import serving_available, serving_replic
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
 from reconciler.runtime.apply import child_matches, is_controlled_by, manager_owns
 from reconciler.runtime.client import KubeClient, ObjectList
-from reconciler.runtime.controller import ObjectKey, map_to_controller_owner
+from reconciler.runtime.controller import map_to_controller_owner
 from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.lean import LeanObject, PackedFieldError, full_object, lean
+from reconciler.runtime.source import ObjectKey
 from shared.constants import LABEL_MODEL_UID
 
 OWNER = {"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "ModelBooster", "name": "m", "uid": "u1",

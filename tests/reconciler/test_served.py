@@ -1,4 +1,4 @@
-"""What the cluster serves (reconciler/runtime/served.py) and informers that follow it (served_kinds.py)."""
+"""What the cluster serves (reconciler/runtime/discovery.py) and informers that follow it (served_kinds.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from reconciler.runtime.client import KubeClient
+from reconciler.runtime.discovery import CRD, CrdDiscovery, ServedCrd
+from reconciler.runtime.kind_informers import KindInformers
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
-from reconciler.runtime.served import CRD, ServedCrd, ServedResources
-from reconciler.runtime.served_kinds import ServedKindInformers
 from tests.apiserver.widgets import WIDGET_CRD
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import eventually
@@ -46,7 +46,7 @@ async def _delete_crd(client: KubeClient, name: str) -> None:
 async def test_served_resources_follow_crds_and_tell_subscribers(
     manager: Manager, fake_apiserver_inloop: FakeApiServer
 ) -> None:
-    served = ServedResources(manager, groups={"example.fakeapi.io"})
+    served = CrdDiscovery(manager, groups={"example.fakeapi.io"})
     changes: list[tuple[ServedCrd | None, ServedCrd | None]] = []
     served.subscribe(lambda old, new: changes.append((old, new)))
     stop, task = await _run(manager)
@@ -82,7 +82,7 @@ async def test_served_resources_follow_crds_and_tell_subscribers(
 async def test_crds_of_other_groups_are_kept_as_identity_only(
     manager: Manager, fake_apiserver_inloop: FakeApiServer
 ) -> None:
-    served = ServedResources(manager, groups={"other.example.com"})
+    served = CrdDiscovery(manager, groups={"other.example.com"})
     fake_apiserver_inloop.register_crd(copy.deepcopy(WIDGET_CRD))
     stop, task = await _run(manager)
     try:
@@ -99,8 +99,8 @@ async def test_crds_of_other_groups_are_kept_as_identity_only(
 async def test_an_informer_runs_only_while_its_kind_is_served(
     manager: Manager, fake_apiserver_inloop: FakeApiServer
 ) -> None:
-    served = ServedResources(manager, groups={"example.fakeapi.io"})
-    kinds = ServedKindInformers(manager, served, [WIDGET], make=manager.new_informer)
+    served = CrdDiscovery(manager, groups={"example.fakeapi.io"})
+    kinds = KindInformers(manager, served, [WIDGET], make=manager.new_informer)
     seen: list[str] = []
     kinds.add_handler(lambda event, old, new: seen.append(event))
     announced: list[tuple[Kind, str]] = []
@@ -156,8 +156,8 @@ async def test_a_version_not_served_has_no_informer(manager: Manager, fake_apise
         if version["name"] == "v1beta1":
             version["served"] = False
     fake_apiserver_inloop.register_crd(crd)
-    served = ServedResources(manager, groups={"example.fakeapi.io"})
-    kinds = ServedKindInformers(manager, served, [WIDGET, OLD_WIDGET], make=manager.new_informer)
+    served = CrdDiscovery(manager, groups={"example.fakeapi.io"})
+    kinds = KindInformers(manager, served, [WIDGET, OLD_WIDGET], make=manager.new_informer)
     stop, task = await _run(manager)
     try:
         await eventually(lambda: kinds.get(WIDGET) is not None)

@@ -1,6 +1,6 @@
 """Informers for custom kinds that come and go with their CRD: running while the kind is served, stopped when not.
 
-`ServedKindInformers(manager, served, kinds, make=...)` watches `served` (reconciler/runtime/served.py): when a
+`KindInformers(manager, served, kinds, make=...)` watches `served` (reconciler/runtime/discovery.py): when a
 kind's CRD is served at the kind's version, a fresh informer for it is made with `make(kind)` and run by the
 manager; when the CRD goes (deleted, being deleted, version no longer served) the informer is stopped and its
 cache dropped. A kind that is not served therefore never has an informer retrying a 404 with growing backoff,
@@ -19,21 +19,22 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from reconciler.runtime.informer import Handler, Informer
+from reconciler.runtime.discovery import CrdDiscovery, ServedCrd
+from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
-from reconciler.runtime.served import ServedCrd, ServedResources
+from reconciler.runtime.source import Handler
 
 logger = logging.getLogger(__name__)
 
 KindState = Literal["served", "syncing", "not served"]
 
 
-class ServedKindInformers:
+class KindInformers:
     def __init__(
         self,
         manager: Manager,
-        served: ServedResources,
+        served: CrdDiscovery,
         kinds: Sequence[Kind],
         *,
         make: Callable[[Kind], Informer],

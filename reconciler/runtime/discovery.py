@@ -28,10 +28,11 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from reconciler.runtime.informer import EventType, Informer
+from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import meta_text, without_managed_fields
+from reconciler.runtime.source import EventType
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ def _transform(groups: frozenset[str]) -> Callable[[dict[str, Any]], dict[str, A
     return transform
 
 
-class ServedResources:
+class CrdDiscovery:
     """The CRDs the cluster holds, from one informer registered with the manager (module docstring)."""
 
     def __init__(self, manager: Manager, *, groups: Collection[str]) -> None:
