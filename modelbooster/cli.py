@@ -80,7 +80,7 @@ def _certs() -> _Command:
 def _completion() -> _Command:
     from modelbooster import completion
 
-    return completion
+    return completion.Command(root_parser=build_parser)
 
 
 def _webhook() -> _Command:

@@ -14,23 +14,29 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-
-from modelbooster.cli import build_parser
 
 SHELLS = ("bash", "zsh")
 _PATH_METAVARS = ("FILE", "DIR", "PATH")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+@dataclass(frozen=True)
+class Command:
+    """The subcommand, given the root parser by whoever owns it: importing the CLI from here would make the two
+    modules import each other."""
 
+    # A factory rather than a parser: the CLI builds its parser for the chosen command only, while the script
+    # needs every command with all of its options (each command's module imported), built only when it runs.
+    root_parser: Callable[[], argparse.ArgumentParser]
 
-def run(args: argparse.Namespace) -> int:
-    # The whole parser: every command with all of its options (each command's module imported).
-    sys.stdout.write(script(build_parser(), shell=args.shell))
-    return 0
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+
+    def run(self, args: argparse.Namespace) -> int:
+        sys.stdout.write(script(self.root_parser(), shell=args.shell))
+        return 0
 
 
 @dataclass(frozen=True)
