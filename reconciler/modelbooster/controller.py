@@ -15,7 +15,7 @@ One reconcile of `namespace/name`, reading everything from the informer caches:
 Failures are retried with per-key exponential backoff; an invalid spec is not retried (a new generation
 triggers the next attempt).
 
-Child kinds follow what the cluster serves (served_children.py): children are rendered in the served
+Child kinds follow what the cluster serves (children.py): children are rendered in the served
 autoscaling generation's shape, without the fields the served schemas would prune (reported once), and a
 ModelBooster that needs a kind the cluster does not serve is `Failed` with reason `KindNotServed` and nothing
 of it is written, until the CRD appears.
@@ -25,15 +25,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from reconciler.modelbooster.cache import booster_transform, child_transform
+from reconciler.modelbooster.children import ChildInformers
 from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
-from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid
-from reconciler.modelbooster.served_children import ServedChildren
-from reconciler.modelbooster.settings import DynamicSettings
+from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid, setup_pod_informer
+from reconciler.modelbooster.metrics import ModelBoosterMetrics
+from reconciler.modelbooster.settings import (
+    DynamicSettings,
+    ModelBoosterSettings,
+    SettingsConfigMap,
+    add_modelbooster_arguments,
+    modelbooster_settings_from_args,
+)
 from reconciler.modelbooster.status import (
     REASON_ABNORMAL,
     REASON_CHILD_TERMINATING,
@@ -48,6 +55,7 @@ from reconciler.modelbooster.status import (
     seconds_between,
 )
 from reconciler.modelbooster.synthesis import SynthesisError, autoscaled_backends, synthesize
+from reconciler.peer import Context, Peer
 from reconciler.runtime.apply import (
     REPLICAS_PATH,
     ChildOutcome,
@@ -63,14 +71,11 @@ from reconciler.runtime.blockers import BlockerWatches
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.conditions import condition_status, rfc3339_now, status_differs
 from reconciler.runtime.controller import Controller, ReconcileError, Result, TerminalError, map_to_controller_owner
-from reconciler.runtime.discovery import CrdDiscovery
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.foreign import RemovalHistory, ToleratedFields
 from reconciler.runtime.informer import Informer, label_index
-from reconciler.runtime.kinds import NAMESPACE, Kind
+from reconciler.runtime.kinds import CONFIG_MAP, NAMESPACE, Kind
 from reconciler.runtime.lean import full_object
-from reconciler.runtime.manager import Manager
-from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.namespaces import NamespaceLifecycle, namespace_transform, refused_as_terminating
 from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import is_unavailable
@@ -184,28 +189,24 @@ class ModelBoosterReconciler:
         *,
         client: KubeClient,
         boosters: Informer,
-        children: Mapping[Kind, Informer],
+        children: ChildInformers,
         recorder: EventRecorder,
         settings: DynamicSettings,
         field_manager: str,
-        metrics: Metrics,
-        lora: LoraUpdater | None = None,
+        metrics: ModelBoosterMetrics,
+        lora: LoraUpdater,
+        namespaces: NamespaceLifecycle,
+        blockers: BlockerWatches,
         now: Callable[[], str] = rfc3339_now,
-        namespaces: NamespaceLifecycle | None = None,
-        blockers: BlockerWatches | None = None,
     ) -> None:
         self.lora = lora
-        self.namespaces = namespaces if namespaces is not None else NamespaceLifecycle()
+        self.namespaces = namespaces
         self.blockers = blockers
         self.tolerated = ToleratedFields()
         self.removals = RemovalHistory()
-        # Set by setup: enqueue a ModelBooster (a blocking object changed).
-        self.wake: Callable[[ObjectKey], None] | None = None
         self.client = client
         self.boosters = boosters
         self.children = children
-        # What the cluster serves; None: every child kind is served in our own CRDs' shape (unit tests).
-        self.served = children if isinstance(children, ServedChildren) else None
         self.recorder = recorder
         self.settings = settings
         self.field_manager = field_manager
@@ -225,7 +226,7 @@ class ModelBoosterReconciler:
             self.namespaces.skip(key.namespace, "its ModelBoosters are")
             return Result()
         uid = str(meta.get("uid") or "")
-        if self.served is not None and not self.served.settled:
+        if not self.children.settled:
             return Result()  # served kinds not all known yet: every ModelBooster is woken once they are
         try:
             typed = self.parse(booster)
@@ -238,17 +239,14 @@ class ModelBoosterReconciler:
             )
             raise TerminalError(f"{key}: {error}") from None
 
-        if self.served is not None:
-            missing = self.served.missing(desired, autoscaled=bool(autoscaled_backends(typed)))
-            if missing:
-                await self._not_served(booster, key, missing)
-            desired, pruned = self.served.fit(uid, desired)
-            for message in pruned:
-                await self.recorder.emit(booster, type="Warning", reason="FieldNotServed", message=message)
-        plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING],
-                              render=self._render) if self.lora is not None else None  # fmt: skip
-        if plan is not None:
-            desired = plan.desired
+        missing = self.children.missing(desired, autoscaled=bool(autoscaled_backends(typed)))
+        if missing:
+            await self._not_served(booster, key, missing)
+        desired, pruned = self.children.fit.fit(uid, desired)
+        for message in pruned:
+            await self.recorder.emit(booster, type="Warning", reason="FieldNotServed", message=message)
+        plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING], render=self._render)
+        desired = plan.desired
         report = _Report()
         outcomes = await self._apply_all(booster, desired, report)
         if report.namespace_terminating:
@@ -256,8 +254,7 @@ class ModelBoosterReconciler:
             return Result()
         if report.ok:
             await self._prune(booster, uid, desired, report)
-        if plan is not None:
-            await self._finish_lora(booster, plan, outcomes, report)
+        await self._finish_lora(booster, plan, outcomes, report)
         if report.unavailable_only:
             # The server is (partly) unavailable, e.g. restarting: nothing a user could act on, and a Failed status
             # and an ApplyFailed event now would only be rewritten once it answers; the retry comes at once then.
@@ -284,16 +281,12 @@ class ModelBoosterReconciler:
 
     def _render(self, typed: ModelBooster) -> list[Desired]:
         """Synthesis as written to this cluster: also without the fields its schemas would prune."""
-        desired = self._synthesize(typed)
-        if self.served is None:
-            return desired
-        return self.served.fit(str(typed.metadata.uid or ""), desired)[0]
+        return self.children.fit.fit(str(typed.metadata.uid or ""), self._synthesize(typed))[0]
 
     async def _finish_lora(
         self, booster: dict[str, Any], plan: LoraPlan, servings: dict[str, ChildOutcome], report: _Report
     ) -> None:
         """Record which adapters each ModelServing now carries, then bring the running pods up to date."""
-        assert self.lora is not None
         meta = booster["metadata"]
         uid, model = str(meta.get("uid")), str(meta.get("name"))
         for backend, template in plan.templates.items():
@@ -315,7 +308,7 @@ class ModelBoosterReconciler:
             raise InvalidSpec(f"{error}\n{remedy}") from None
 
     def _synthesize(self, typed: ModelBooster) -> list[Desired]:
-        generation = (self.served.generation if self.served is not None else None) or DEFAULT_GENERATION
+        generation = self.children.generation or DEFAULT_GENERATION
         try:
             objects = synthesize(typed, self.settings.current, generation=generation)
         except SynthesisError as error:
@@ -414,12 +407,9 @@ class ModelBoosterReconciler:
         return fresh_meta.get("uid") == meta.get("uid") and not fresh_meta.get("deletionTimestamp")
 
     def _watch_blocker(self, booster: dict[str, Any], error: NotControlledError) -> None:
-        if self.blockers is None or self.wake is None:
-            return
-        key, wake = ObjectKey.of(booster), self.wake
         child = error.desired
         self.blockers.watch(child.kind, child.namespace, child.name, resource_version=error.resource_version,
-                            wake=lambda: wake(key))  # fmt: skip
+                            owner=ObjectKey.of(booster))  # fmt: skip
 
     async def _prune(self, booster: dict[str, Any], uid: str, desired: Sequence[Desired], report: _Report) -> None:
         """Delete the children this ModelBooster controls and no longer wants, and its orphans it does not want
@@ -574,23 +564,21 @@ def condition_counts(boosters: Informer) -> dict[str, int]:
     return counts
 
 
-def setup_modelbooster_controller(
-    manager: Manager,
-    *,
-    namespaces: Sequence[str],
-    settings: DynamicSettings,
-    recorder: EventRecorder,
-    workers: int,
-    field_manager: str,
-    served: CrdDiscovery,
-    lora: LoraUpdater | None = None,
-    backoff_base: float = 0.005,
-    backoff_max: float = 1000.0,
-    retry_qps: float = 10.0,
-    retry_burst: int = 100,
-) -> tuple[Controller, ModelBoosterReconciler]:
-    """Register the ModelBooster controller and its informers with the manager; the child kinds' informers run
-    while `served` says the cluster serves them."""
+@dataclass(frozen=True)
+class Registered:
+    """What registering the ModelBooster controller made, for the process and tests to hold on to."""
+
+    controller: Controller
+    reconciler: ModelBoosterReconciler
+    dynamic: DynamicSettings
+
+
+def register_modelbooster(context: Context, settings: ModelBoosterSettings) -> Registered:
+    """Register the ModelBooster controller, its informers and its sources with the manager; the child kinds'
+    informers run while CRD discovery says the cluster serves them."""
+    manager, process = context.manager, context.settings
+    namespaces = process.namespaces
+    metrics = ModelBoosterMetrics(manager.metrics)
     boosters = manager.informer(MODEL_BOOSTER, namespaces=namespaces, transform=booster_transform)
 
     def child_informer(kind: Kind) -> Informer:
@@ -598,11 +586,11 @@ def setup_modelbooster_controller(
             kind,
             namespaces=namespaces,
             label_selector=CHILD_SELECTOR,
-            transform=child_transform(field_manager=field_manager),
+            transform=child_transform(field_manager=process.field_manager),
             indexers={UID_INDEX: label_index(LABEL_MODEL_UID), MODEL_INDEX: _model_index},
         )
 
-    children = ServedChildren(manager, served, make=child_informer, kinds=CHILD_KINDS)
+    children = ChildInformers(manager, context.discovery, make=child_informer, metrics=metrics, kinds=CHILD_KINDS)
     # Namespaces being deleted (runtime/namespaces.py): across the cluster, or each watched one by name.
     if namespaces:
         namespace_informers = [
@@ -613,14 +601,18 @@ def setup_modelbooster_controller(
         namespace_informers = [manager.informer(NAMESPACE, transform=namespace_transform)]
     blockers = BlockerWatches(manager.client, watch_timeout=manager.options.watch_timeout)
     manager.add_cleanup(blockers.close)
+    pods = setup_pod_informer(manager, namespaces=namespaces)
+    lora = LoraUpdater(pods=pods, recorder=context.recorder, timeout=settings.lora_timeout)
+    manager.add_cleanup(lora.close)
+    dynamic = DynamicSettings(settings.synthesis())
     reconciler = ModelBoosterReconciler(
         client=manager.client,
         boosters=boosters,
         children=children,
-        recorder=recorder,
-        settings=settings,
-        field_manager=field_manager,
-        metrics=manager.metrics,
+        recorder=context.recorder,
+        settings=dynamic,
+        field_manager=process.field_manager,
+        metrics=metrics,
         lora=lora,
         namespaces=NamespaceLifecycle(namespace_informers),
         blockers=blockers,
@@ -628,40 +620,47 @@ def setup_modelbooster_controller(
     controller = Controller(
         name=CONTROLLER_NAME,
         reconcile=reconciler.reconcile,
-        workers=workers,
+        workers=settings.workers,
         rate_limiter=default_controller_rate_limiter(
-            base_delay=backoff_base, max_delay=backoff_max, qps=retry_qps, burst=retry_burst
+            base_delay=settings.backoff_base,
+            max_delay=settings.backoff_max,
+            qps=settings.retry_qps,
+            burst=settings.retry_burst,
         ),
         metrics=manager.metrics,
     )
     controller.watch(boosters, map_to_self, primary=True)
-    reconciler.wake = controller.enqueue
+    controller.watch(children, map_to_controller_owner(MODEL_BOOSTER))
+    controller.watch(blockers)
+    controller.watch(lora.pods, _pod_mapper(lora))
+    if settings.config_map:
+        config_map = manager.informer(
+            CONFIG_MAP,
+            namespaces=[process.controller_namespace],
+            field_selector=f"metadata.name={settings.config_map}",
+        )
+        controller.watch(SettingsConfigMap(config_map, dynamic))
 
     def forget(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if event == "DELETED" and old is not None:
             uid = meta_text(old, "uid")
-            recorder.forget(uid)
-            children.forget(uid)
-            if lora is not None:
-                lora.forget(uid)
+            context.recorder.forget(uid)
+            children.fit.forget(uid)
+            lora.forget(uid)
 
     boosters.add_handler(forget)
-    owner_mapper = map_to_controller_owner(MODEL_BOOSTER)
-
-    def to_owner(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        for key in owner_mapper(event, old, new):
-            if key.name:
-                controller.enqueue(key)
-
-    children.add_handler(to_owner)
-    children.on_change(controller.enqueue_all)  # a kind appeared, went away or changed shape
-    controller.depends_on(served.informer)
-    if lora is not None:
-        controller.watch(lora.pods, _pod_mapper(lora))
     manager.add_controller(controller)
     manager.metrics.add_condition_gauge(
         name="modelbooster_boosters",
         documentation="ModelBoosters per condition that is True",
         counts=lambda: condition_counts(boosters),
     )
-    return controller, reconciler
+    return Registered(controller, reconciler, dynamic)
+
+
+PEER: Final = Peer(
+    name=CONTROLLER_NAME,
+    add_arguments=add_modelbooster_arguments,
+    settings_from_args=modelbooster_settings_from_args,
+    register=register_modelbooster,
+)

@@ -1,9 +1,10 @@
-"""Reconciler settings: command-line flags, their environment variables, and the watched settings ConfigMap.
+"""The ModelBooster controller's settings: its flags (with the process's environment prefix, reconciler/settings.py)
+and the watched settings ConfigMap.
 
 Precedence, highest first: a key in the settings ConfigMap (read at start-up and watched, so a change
 re-renders children without a restart), the command-line flag, its `MODELBOOSTER_*` environment variable,
 the built-in default. Only the settings that shape children (images, default engine env) live in the
-ConfigMap; process settings (workers, namespaces, leader election, ...) are fixed for the life of the process.
+ConfigMap; the others (workers, LoRA timeout) and the process's settings are fixed for the life of the process.
 
 ConfigMap keys (the first two are Kthena's `model-booster-controller-config` keys, so an existing override
 keeps working): `model_serving_runtime_image`, `model_serving_downloader_image`, `engine_env.json` (a JSON list
@@ -12,15 +13,19 @@ of core/v1 EnvVar objects appended to every engine and runtime container).
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
+from process.flags import Flag, add_flags, positive_float, positive_int
 from reconciler.modelbooster.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE, SynthesisSettings
-from reconciler.runtime.environment import SettingsError, detect_identity
-from reconciler.runtime.leader import LeaseTimings
+from reconciler.runtime.environment import SettingsError
+from reconciler.runtime.informer import Informer
+from reconciler.runtime.source import EventType, KeyMapper, Sink
+from reconciler.settings import ENV_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -30,61 +35,47 @@ KEY_ENGINE_ENV = "engine_env.json"
 
 
 @dataclass(frozen=True)
-class ReconcilerSettings:
-    kubeconfig: str | None = None
-    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+class ModelBoosterSettings:
     workers: int = 5
-    qps: float = 0.0  # client-side limit; 0 = none (rely on API Priority and Fairness, as controller-runtime)
-    burst: int = 0
     runtime_image: str = DEFAULT_RUNTIME_IMAGE
     downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
     config_map: str | None = None
-    controller_namespace: str = "default"
-    leader_elect: bool = True
-    lease_name: str = "modelbooster-reconciler"
-    lease_namespace: str | None = None
-    identity: str = field(default_factory=detect_identity)
-    lease: LeaseTimings = field(default_factory=LeaseTimings)
-    metrics_host: str = "0.0.0.0"
-    metrics_port: int = 8080
-    log_level: str = "info"
-    log_format: str = "text"
-    field_manager: str = "modelbooster"
-    resync_period: float = 600.0
-    watch_timeout: int = 300
-    watch_read_timeout: float | None = None  # None: watch_timeout + 30 s
     backoff_base: float = 0.005
     backoff_max: float = 1000.0
     retry_qps: float = 10.0
     retry_burst: int = 100
     lora_timeout: float = 300.0
-    shutdown_timeout: float = 25.0
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise SettingsError(f"--workers must be at least 1, got {self.workers}")
-        if self.qps < 0 or self.burst < 0:
-            raise SettingsError(f"--qps and --burst must not be negative, got {self.qps} and {self.burst}")
-        if self.qps > 0 and self.burst < 1:
-            raise SettingsError(f"--burst must be at least 1 when --qps is set, got {self.burst}")
-        if not 0 <= self.metrics_port <= 65535:
-            raise SettingsError(f"--metrics-port must be 0..65535, got {self.metrics_port}")
-        if not self.field_manager or len(self.field_manager) > 128 or not self.field_manager.isprintable():
-            raise SettingsError("--field-manager must be 1..128 printable characters")
-        if self.log_format not in ("text", "json"):
-            raise SettingsError(f"--log-format must be text or json, got {self.log_format!r}")
-        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-            raise SettingsError(f"--log-level must be debug, info, warning or error, got {self.log_level!r}")
-        for namespace in self.namespaces:
-            if not namespace:
-                raise SettingsError("--namespaces must not contain empty names")
-
-    @property
-    def effective_lease_namespace(self) -> str:
-        return self.lease_namespace or self.controller_namespace
 
     def synthesis(self) -> SynthesisSettings:
         return SynthesisSettings(runtime_image=self.runtime_image, downloader_image=self.downloader_image)
+
+
+_FLAGS: Final[dict[str, Flag]] = {
+    "--workers": Flag("workers", positive_int, 5, "ModelBoosters reconciled in parallel"),
+    "--runtime-image": Flag("runtime_image", str, DEFAULT_RUNTIME_IMAGE, "runtime sidecar image"),
+    "--downloader-image": Flag("downloader_image", str, DEFAULT_DOWNLOADER_IMAGE, "model/LoRA downloader image"),
+    "--config-map": Flag("config_map", str, None, "settings ConfigMap in the controller namespace (watched)"),
+    "--lora-timeout": Flag("lora_timeout", positive_float, 300.0, "timeout of one LoRA load/unload call (s)"),
+}
+
+
+def add_modelbooster_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+    add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=environ)
+
+
+def modelbooster_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ModelBoosterSettings:
+    del environ  # every setting here is a flag (or its variable, already read by the parser)
+    return ModelBoosterSettings(
+        workers=args.workers,
+        runtime_image=args.runtime_image,
+        downloader_image=args.downloader_image,
+        config_map=args.config_map,
+        lora_timeout=args.lora_timeout,
+    )
 
 
 def parse_engine_env(text: str) -> tuple[Mapping[str, Any], ...]:
@@ -137,3 +128,27 @@ class DynamicSettings:
             len(new.engine_env),
         )
         return True
+
+
+class SettingsConfigMap:
+    """The settings ConfigMap as a source of the ModelBooster controller (runtime/source.py): new images or env
+    wake every ModelBooster, which re-renders; only children whose content changed are written. Its informer must
+    sync before the first reconcile, so children are never rendered with the start-up images when the map says
+    otherwise."""
+
+    def __init__(self, informer: Informer, dynamic: DynamicSettings) -> None:
+        self.informer = informer
+        self.dynamic = dynamic
+
+    def attach(self, sink: Sink, mapper: KeyMapper) -> None:
+        del mapper  # any change concerns every ModelBooster
+
+        def on_change(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            data = (new or {}).get("data") if event != "DELETED" else None
+            if self.dynamic.update(data if isinstance(data, dict) else None):
+                sink.enqueue_all()
+
+        self.informer.add_handler(on_change)
+
+    async def wait_synced(self) -> None:
+        await self.informer.wait_synced()

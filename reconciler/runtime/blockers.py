@@ -4,7 +4,8 @@ A same-named object that a ModelBooster may not take over is usually outside the
 only objects with our label. So nothing would tell the ModelBooster when its owner deletes it, or gives it our
 labels, and the retry would wait out its backoff (up to 1,000 s) or the resync. Instead, each blocking object
 gets a watch of its own, selected by name (`fieldSelector=metadata.name=...`) from the resourceVersion it was
-read at; its first change wakes the owner, whose reconcile then either proceeds or watches it again.
+read at; its first change wakes the owner (this is a source of the owner's controller: `Controller.watch`),
+whose reconcile then either proceeds or watches it again.
 
 Watches are bounded in number (`limit`: past it, the backoff alone applies), re-opened when the server ends
 them, retried with jittered backoff on errors, and stopped with the process. After `410 Gone` the owner is woken
@@ -16,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 
 from process.backoff import backoff_delay
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import is_outage
+from reconciler.runtime.source import Channel, KeyMapper, ObjectKey, Sink
 
 logger = logging.getLogger(__name__)
 
@@ -45,17 +46,26 @@ class BlockerWatches:
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._tasks: dict[BlockerKey, asyncio.Task[None]] = {}
-        self._wakers: dict[BlockerKey, list[Callable[[], None]]] = {}
+        # Per blocking object, the owners to wake: sent through this source's channel to the controller.
+        self._wakers: dict[BlockerKey, list[ObjectKey]] = {}
+        self._channel = Channel("blockers")
 
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def watch(self, kind: Kind, namespace: str, name: str, *, resource_version: str, wake: Callable[[], None]) -> None:
-        """Call `wake()` once the object changes or goes (after `resource_version`)."""
+    # ---------------------------------------------------------------- as a source (runtime/source.py)
+    def attach(self, sink: Sink, mapper: KeyMapper) -> None:
+        self._channel.attach(sink, mapper)
+
+    async def wait_synced(self) -> None:
+        return None
+
+    def watch(self, kind: Kind, namespace: str, name: str, *, resource_version: str, owner: ObjectKey) -> None:
+        """Wake `owner` once the object changes or goes (after `resource_version`)."""
         key = (kind, namespace, name)
         wakers = self._wakers.setdefault(key, [])
-        if wake not in wakers:
-            wakers.append(wake)
+        if owner not in wakers:
+            wakers.append(owner)
         if key in self._tasks:
             return
         if len(self._tasks) >= self._limit:
@@ -66,11 +76,8 @@ class BlockerWatches:
         )
 
     def _fire(self, key: BlockerKey) -> None:
-        for wake in self._wakers.pop(key, []):
-            try:
-                wake()
-            except Exception:
-                logger.exception("waking the owner of blocked %s %s/%s failed", key[0].kind, key[1], key[2])
+        for owner in self._wakers.pop(key, []):
+            self._channel.send(owner)
 
     async def _run(self, key: BlockerKey, version: str) -> None:
         kind, namespace, name = key

@@ -22,11 +22,6 @@ RECONCILE_BUCKETS = (
 )  # fmt: skip
 # workqueue histograms: ExponentialBuckets(1e-8, 10, 12).
 WORKQUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
-# Creation to Initialized, in whole seconds (both timestamps have second resolution): 0 on a quiet cluster
-# (Initialized within the second of creation), up to an hour for an object that was invalid or blocked for a
-# while. Buckets below 1 s keep the same-second ones apart from the next-second ones, so quantiles below 1 s
-# are not an artefact of a first bucket at 1 s.
-INITIALIZED_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 
 
 class Metrics:
@@ -102,18 +97,6 @@ class Metrics:
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host",
             ["code", "method", "host"],
-            registry=r,
-        )
-        self.children_applied = Counter(
-            "modelbooster_children_applied_total",
-            "Writes of ModelBooster children, by child kind and action (created, updated, replaced, adopted, deleted)",
-            ["kind", "action"],
-            registry=r,
-        )
-        self.time_to_initialized = Histogram(
-            "modelbooster_time_to_initialized_seconds",
-            "Time from a ModelBooster's creation to the status write that first set Initialized True",
-            buckets=INITIALIZED_BUCKETS,
             registry=r,
         )
         self.event_post_failures = Counter(

@@ -8,11 +8,7 @@ import argparse
 from prometheus_client import CollectorRegistry
 
 from modelbooster.cli import build_parser
-from reconciler.assembly import build
-from reconciler.certduty.duty import register_cert_duty
-from reconciler.certduty.settings import cert_settings_from_args
-from reconciler.crdcheck.check import crd_check_settings_from_args, register_crd_check
-from reconciler.inferno.controller import inferno_settings_from_args, register_inferno
+from reconciler.assembly import PEERS, build
 from reconciler.main import settings_from_args
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.metrics import Metrics
@@ -28,12 +24,7 @@ async def reconciler_registry(rendered: Rendered) -> CollectorRegistry:
     metrics = Metrics()
     client = KubeClient.for_url("http://127.0.0.1:9", metrics=metrics)  # never called: nothing is started
     try:
-        process = build(settings, client, metrics)
-        register_cert_duty(process.manager, client, cert_settings_from_args(args, environ=environ))
-        register_inferno(process.manager, client, inferno_settings_from_args(args, environ=environ))
-        register_crd_check(
-            process.manager, process.served, settings=crd_check_settings_from_args(args), recorder=None, version="0"
-        )
+        build(settings, client, metrics, peers=PEERS)
     finally:
         await client.close()
     return metrics.registry

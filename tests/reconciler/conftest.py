@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from reconciler.runtime.client import KubeClient
 from tests.fakeapi.server import FakeApiServer
-from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, crd_documents
+from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, crd_documents, overridden
 
 
 @pytest.fixture
@@ -38,7 +37,7 @@ async def start_reconciler(fake: FakeApiServer) -> AsyncIterator[Callable[..., A
     started: list[RunningReconciler] = []
 
     async def start(name: str = "r1", **overrides: Any) -> RunningReconciler:
-        running = RunningReconciler(fake, replace(FAST, **overrides), name)
+        running = RunningReconciler(fake, overridden(FAST, **overrides), name)
         started.append(running)
         return await running.start()
 

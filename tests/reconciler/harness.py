@@ -12,13 +12,13 @@ import copy
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from reconciler.assembly import ReconcilerProcess, build
+from reconciler.assembly import ReconcilerProcess, ReconcilerSettings, build
 from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
@@ -27,11 +27,12 @@ from reconciler.modelbooster.kinds import (
     MODEL_SERVER,
     MODEL_SERVING,
 )
-from reconciler.modelbooster.settings import ReconcilerSettings
+from reconciler.modelbooster.settings import ModelBoosterSettings
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import EVENT, Kind
 from reconciler.runtime.leader import LeaseTimings
 from reconciler.runtime.metrics import Metrics
+from reconciler.settings import ProcessSettings
 from tests.fakeapi.reqlog import LoggedRequest
 from tests.fakeapi.server import FakeApiServer
 
@@ -51,19 +52,36 @@ def crd_documents() -> tuple[dict[str, Any], ...]:
 USER_AGENT = "modelbooster-reconciler"
 
 FAST = ReconcilerSettings(
-    leader_elect=False,
-    metrics_port=0,
-    controller_namespace="default",
-    lease=LeaseTimings(lease_duration=1.5, renew_deadline=1.0, retry_period=0.2),
-    resync_period=0,
-    watch_timeout=30,
-    backoff_base=0.01,
-    backoff_max=0.3,
-    retry_qps=100,
-    retry_burst=100,
-    lora_timeout=2.0,
-    shutdown_timeout=2.0,
+    process=ProcessSettings(
+        leader_elect=False,
+        metrics_port=0,
+        controller_namespace="default",
+        lease=LeaseTimings(lease_duration=1.5, renew_deadline=1.0, retry_period=0.2),
+        resync_period=0,
+        watch_timeout=30,
+        shutdown_timeout=2.0,
+    ),
+    modelbooster=ModelBoosterSettings(
+        backoff_base=0.01,
+        backoff_max=0.3,
+        retry_qps=100,
+        retry_burst=100,
+        lora_timeout=2.0,
+    ),
 )
+_PROCESS_FIELDS = frozenset(field.name for field in fields(ProcessSettings))
+
+
+def overridden(settings: ReconcilerSettings, **overrides: Any) -> ReconcilerSettings:
+    """`settings` with some fields changed, each where it belongs: the process's or the ModelBooster
+    controller's (tests name them flat, as the command line does)."""
+    process = {key: value for key, value in overrides.items() if key in _PROCESS_FIELDS}
+    modelbooster = {key: value for key, value in overrides.items() if key not in _PROCESS_FIELDS}
+    return replace(
+        settings,
+        process=replace(settings.process, **process),
+        modelbooster=replace(settings.modelbooster, **modelbooster),
+    )
 
 
 def backend(name: str, **overrides: Any) -> dict[str, Any]:
@@ -103,7 +121,7 @@ class RunningReconciler:
         self.fake = fake
         self.name = name
         self.user_agent = f"{USER_AGENT} ({name})"
-        self.settings = replace(settings, identity=name)
+        self.settings = overridden(settings, identity=name)
         self.metrics = Metrics()
         self.client = KubeClient.for_configuration(
             fake.aio_configuration(), user_agent=self.user_agent, metrics=self.metrics

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -43,7 +42,7 @@ async def test_probes_and_metrics(cluster: Cluster, reconciler: RunningReconcile
 async def test_not_ready_until_caches_sync(fake: FakeApiServer) -> None:
     # The API server refuses every list at first: the reconciler is alive but not ready.
     rule = fake.faults.fail_next(None, status=503, verb="list")
-    running = RunningReconciler(fake, replace(FAST), "r1")
+    running = RunningReconciler(fake, FAST, "r1")
     task = asyncio.create_task(running.process.manager.run(running._stop))
     try:
         async with TestClient(TestServer(make_app(running.manager))) as http:

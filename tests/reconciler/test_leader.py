@@ -94,14 +94,14 @@ async def test_a_leader_that_cannot_renew_stops_writing(
 
 
 async def test_leader_tasks_run_only_while_leading(cluster: Cluster, fake: FakeApiServer) -> None:
-    from dataclasses import replace
 
-    from tests.reconciler.harness import FAST
+
+    from tests.reconciler.harness import FAST, overridden
 
     runs: dict[str, int] = {"first": 0, "second": 0}
     reconcilers = []
     for name in ("first", "second"):
-        running = RunningReconciler(fake, replace(FAST, leader_elect=True), name)
+        running = RunningReconciler(fake, overridden(FAST, leader_elect=True), name)
 
         async def duty(name: str = name) -> None:
             runs[name] += 1
@@ -123,12 +123,12 @@ async def test_leader_tasks_run_only_while_leading(cluster: Cluster, fake: FakeA
 
 
 async def test_a_crashing_leader_task_is_restarted(cluster: Cluster, fake: FakeApiServer) -> None:
-    from dataclasses import replace
 
-    from tests.reconciler.harness import FAST
+
+    from tests.reconciler.harness import FAST, overridden
 
     attempts = 0
-    running = RunningReconciler(fake, replace(FAST, leader_elect=True), "solo")
+    running = RunningReconciler(fake, overridden(FAST, leader_elect=True), "solo")
     running.manager.options.leader_task_backoff = 0.05
 
     async def flaky() -> None:

@@ -9,9 +9,11 @@ import pytest
 
 from reconciler.main import add_arguments, settings_from_args
 from reconciler.modelbooster.kinds import MODEL_SERVER, MODEL_SERVING
-from reconciler.modelbooster.settings import DynamicSettings, ReconcilerSettings, SettingsError, parse_engine_env
+from reconciler.assembly import ReconcilerSettings
+from reconciler.modelbooster.settings import DynamicSettings, SettingsError, parse_engine_env
 from reconciler.modelbooster.synthesis import SynthesisSettings
 from reconciler.runtime.kinds import CONFIG_MAP
+from reconciler.settings import ProcessSettings
 from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
 
 
@@ -23,37 +25,38 @@ def parse(argv: list[str], environ: dict[str, str] | None = None) -> ReconcilerS
 
 def test_defaults() -> None:
     settings = parse([])
-    assert settings.workers == 5
-    assert settings.leader_elect is True
-    assert settings.namespaces == ()
-    assert settings.metrics_port == 8080
-    assert settings.field_manager == "modelbooster"
-    assert (settings.lease.lease_duration, settings.lease.renew_deadline, settings.lease.retry_period) == (15, 10, 2)
-    assert settings.controller_namespace == "default"
+    assert settings.modelbooster.workers == 5
+    assert settings.process.leader_elect is True
+    assert settings.process.namespaces == ()
+    assert settings.process.metrics_port == 8080
+    assert settings.process.field_manager == "modelbooster"
+    lease = settings.process.lease
+    assert (lease.lease_duration, lease.renew_deadline, lease.retry_period) == (15, 10, 2)
+    assert settings.process.controller_namespace == "default"
 
 
 def test_flags_the_chart_passes() -> None:
     settings = parse(["--workers=8", "--namespaces=a, b", "--runtime-image=r:1", "--downloader-image=d:1",
                       "--config-map=cm", "--leader-elect", "--lease-name=l", "--lease-namespace=sys",
                       "--metrics-port=9090", "--log-level=debug", "--log-format=json"])  # fmt: skip
-    assert settings.workers == 8
-    assert settings.namespaces == ("a", "b")
-    assert (settings.runtime_image, settings.downloader_image) == ("r:1", "d:1")
-    assert settings.config_map == "cm"
-    assert settings.effective_lease_namespace == "sys"
-    assert (settings.log_level, settings.log_format) == ("debug", "json")
-    assert parse(["--no-leader-elect"]).leader_elect is False
+    assert settings.modelbooster.workers == 8
+    assert settings.process.namespaces == ("a", "b")
+    assert (settings.modelbooster.runtime_image, settings.modelbooster.downloader_image) == ("r:1", "d:1")
+    assert settings.modelbooster.config_map == "cm"
+    assert settings.process.effective_lease_namespace == "sys"
+    assert (settings.process.log_level, settings.process.log_format) == ("debug", "json")
+    assert parse(["--no-leader-elect"]).process.leader_elect is False
 
 
 def test_environment_variables_set_defaults_and_flags_win() -> None:
     environ = {"MODELBOOSTER_RECONCILER_WORKERS": "12", "MODELBOOSTER_RECONCILER_LEADER_ELECT": "false",
                "POD_NAMESPACE": "mb-system", "POD_NAME": "mb-0"}  # fmt: skip
     settings = parse([], environ)
-    assert settings.workers == 12
-    assert settings.leader_elect is False
-    assert settings.controller_namespace == "mb-system"
-    assert settings.identity.startswith("mb-0_")
-    assert parse(["--workers", "3"], environ).workers == 3
+    assert settings.modelbooster.workers == 12
+    assert settings.process.leader_elect is False
+    assert settings.process.controller_namespace == "mb-system"
+    assert settings.process.identity.startswith("mb-0_")
+    assert parse(["--workers", "3"], environ).modelbooster.workers == 3
 
 
 @pytest.mark.parametrize(
@@ -79,7 +82,7 @@ def test_inconsistent_lease_timings_are_refused() -> None:
 
 def test_settings_validate_themselves() -> None:
     with pytest.raises(SettingsError, match="--burst must be at least 1"):
-        ReconcilerSettings(qps=5, burst=0)
+        ProcessSettings(qps=5, burst=0)
 
 
 def test_dynamic_settings_overlay_and_fall_back() -> None:
