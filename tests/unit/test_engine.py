@@ -19,14 +19,13 @@ from shared.engine import (
     env_int,
     env_str,
     find_env,
-    go_float_text,
-    go_value_text,
     kv_connector,
     runtime_metrics_path,
     runtime_port,
     runtime_url,
     served_model_name,
 )
+from shared.gotext import go_float_text, go_value_text
 
 
 def w(kind: str | None = "server", config: Any = None) -> ModelWorker:
