@@ -48,7 +48,14 @@ from shared.constants import (
 from shared.decoding import decode
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
-from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_mapping, engine_port, kv_connector
+from shared.engine_config import (
+    ConfigError,
+    EnginePortError,
+    KvConnectorError,
+    config_mapping,
+    engine_port,
+    kv_connector,
+)
 from shared.errors import (
     MAX_COLLECTED_ERRORS,
     FieldError,
