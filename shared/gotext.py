@@ -1,5 +1,5 @@
 """Go's text for values, as the reference printed them: `%v` of a value decoded from JSON into `interface{}`,
-the Go type and JSON kind its `encoding/json` errors name.
+the Go type and JSON kind its `encoding/json` errors name, and `strconv.Quote` (`%q`) of a string.
 
 The reference quoted these texts in its messages, and ours repeat them verbatim (docs/design/validation.md §6).
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import Final
 
 
 def go_type_name(value: object) -> str:
@@ -78,3 +79,46 @@ def go_value_text(value: object) -> str:
     if isinstance(value, Sequence):
         return "[" + " ".join(go_value_text(item) for item in value) + "]"
     return str(value)
+
+
+# The runes strconv.Quote writes as a two-character escape.
+_GO_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def go_quote(text: str) -> str:
+    """Go's `strconv.Quote` (and `%q`): double-quoted, with `\\a \\b \\f \\n \\r \\t \\v`, backslash and double
+    quote escaped; any other rune Go does not print as `\\xNN` (below U+0020, and DEL), `\\uNNNN` or
+    `\\UNNNNNNNN`. Printable non-ASCII runes are kept as they are.
+
+    Python's `str.isprintable` is Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and
+    the ASCII space.
+    """
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'  # the common case: nothing to escape
+    return '"' + "".join(_quoted_rune(rune) for rune in text) + '"'
+
+
+def _quoted_rune(rune: str) -> str:
+    escape = _GO_ESCAPES.get(rune)
+    if escape is not None:
+        return escape
+    if rune.isprintable():
+        return rune
+    code = ord(rune)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if 0xD800 <= code <= 0xDFFF:  # a lone surrogate is no valid rune: Go writes U+FFFD in its place
+        code = 0xFFFD
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
