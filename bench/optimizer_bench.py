@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.engine import build_candidates, optimize  # noqa: E402
+from optimizer.optimize import build_candidates, optimize  # noqa: E402
 from optimizer.system import (  # noqa: E402
     Accelerator,
     Allocation,

@@ -31,8 +31,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from pydantic import BaseModel, ValidationError
 
 from optimizer import wire
-from optimizer.engine import InvalidSystemError, Solution, optimize
 from optimizer.milp import MilpError, MilpUnavailableError
+from optimizer.optimize import InvalidSystemError, Solution, optimize
 from optimizer.system import Allocation, OptimizerFlags, ServiceClass, System
 from process.flags import port as port_number
 from process.flags import typed

@@ -66,7 +66,7 @@ class ServiceProfile:
 class Candidate:
     """One way to serve one server: `num_replicas` replicas on accelerator `accelerator`.
 
-    `value` is what the solvers minimise (the transition value of docs/design/inferno.md §5 once the engine sets it).
+    `value` is what the solvers minimise (the transition value of docs/design/inferno.md §5 once `optimize` sets it).
     Rates are requests/ms, times ms, costs cents/h; units are physical devices of type `acc_type`.
     """
 

@@ -15,7 +15,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from optimizer.engine import Solution
+from optimizer.optimize import Solution
 from optimizer.system import (
     Accelerator,
     Allocation,

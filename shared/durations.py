@@ -5,13 +5,14 @@ Kthena's messages quote durations as Go prints them (`"31m0s"`), and the CRDs st
 
 from __future__ import annotations
 
-import json
 import re
 from decimal import Decimal
 from functools import lru_cache
 from typing import Annotated
 
 from pydantic import AfterValidator, Field
+
+from shared.gotext import go_quote
 
 _UNIT_NANOS: dict[str, int] = {
     "ns": 1,
@@ -41,7 +42,7 @@ def parse_duration(text: str) -> int:
     Mirrors Go's time.ParseDuration: an optional sign, then one or more `<number><unit>` terms.
     """
     original = text
-    quoted = _go_quote(original)
+    quoted = go_quote(original)
     negative = False
     if text[:1] in ("+", "-"):
         negative = text[0] == "-"
@@ -64,18 +65,13 @@ def parse_duration(text: str) -> int:
         if not unit:
             raise DurationError(f"time: missing unit in duration {quoted}")
         if unit not in _UNIT_NANOS:
-            raise DurationError(f"time: unknown unit {_go_quote(unit)} in duration {quoted}")
+            raise DurationError(f"time: unknown unit {go_quote(unit)} in duration {quoted}")
         total += Decimal(number.group(0)) * _UNIT_NANOS[unit]
         position = unit_end
     nanos = int(total)
     if nanos > _MAX_NANOS + (1 if negative else 0):
         raise DurationError(f"time: invalid duration {quoted}")
     return -nanos if negative else nanos
-
-
-def _go_quote(text: str) -> str:
-    """Go's strconv.Quote for the text a user typed (JSON escaping agrees on everything printable)."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def format_duration(nanos: int) -> str:

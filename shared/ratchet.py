@@ -10,6 +10,9 @@ Finding "the same value in the old object" follows the schema the way kube-apise
 objects by field name, lists declared `x-kubernetes-list-type: map` by their keys (backends by `name`, so
 reordering backends changes nothing), and every other list as a whole, since its items have no identity
 (a worker is compared by comparing the backend's whole `workers` list).
+
+`same_json` repeats `reconciler.runtime.foreign.same`: shared keeps its own, as the layering forbids importing the
+reconciler runtime.
 """
 
 from __future__ import annotations

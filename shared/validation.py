@@ -48,7 +48,14 @@ from shared.constants import (
 from shared.decoding import decode
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
-from shared.engine import ConfigError, EnginePortError, KvConnectorError, config_mapping, engine_port, kv_connector
+from shared.engine_config import (
+    ConfigError,
+    EnginePortError,
+    KvConnectorError,
+    config_mapping,
+    engine_port,
+    kv_connector,
+)
 from shared.errors import (
     MAX_COLLECTED_ERRORS,
     FieldError,
@@ -66,6 +73,7 @@ from shared.external_scaling import (
     NO_AUTOSCALING_DETAIL,
     replicas_set_externally,
 )
+from shared.gotext import go_quote
 from shared.naming import (
     backend_resource_name,
     is_dns1123_label,
@@ -577,10 +585,6 @@ def _pd_worker_counts(index: int, backend: ModelBackend) -> FieldError | None:
     )
 
 
-def _go_quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _cache_uri_error(index: int, backend: ModelBackend) -> FieldError | None:
     """The newer line's PVC reachability checks, then the cache URI shapes its synthesis would refuse, so that
     both are answered at admission (docs/design/validation.md §6, item 5). One error at most: a `pvc://`
@@ -591,9 +595,9 @@ def _cache_uri_error(index: int, backend: ModelBackend) -> FieldError | None:
         if error is not None:
             return error
     if cache_uri.startswith(PVC_SCHEME) and not cache_uri.removeprefix(PVC_SCHEME).strip("/"):
-        detail = f"invalid cacheURI {_go_quote(cache_uri)}: must include a PVC claim name"
+        detail = f"invalid cacheURI {go_quote(cache_uri)}: must include a PVC claim name"
     elif cache_uri.startswith(HOSTPATH_SCHEME) and not cache_uri.removeprefix(HOSTPATH_SCHEME).strip("/"):
-        detail = f"invalid cacheURI {_go_quote(cache_uri)}: must include a host path"
+        detail = f"invalid cacheURI {go_quote(cache_uri)}: must include a host path"
     else:
         return None
     return invalid(f"spec.backends[{index}].cacheURI", cache_uri, detail)
@@ -626,7 +630,7 @@ def _pvc_reachability(path: str, *, model_uri: str, cache_uri: str) -> FieldErro
         return invalid(
             f"{path}.modelURI",
             model_uri,
-            f"PVC source path {_go_quote(source)} is not reachable via cacheURI mount {_go_quote(mount)}. "
+            f"PVC source path {go_quote(source)} is not reachable via cacheURI mount {go_quote(mount)}. "
             "The downloader only has access to PVCs mounted via cacheURI. If the source model and the cache are "
             "on the same PVC, set cacheURI to the PVC name and include that name as the first path segment of "
             "modelURI. Example: cacheURI: pvc://<claimName>, modelURI: pvc:///<claimName>/<path-to-model>",

@@ -10,7 +10,7 @@ change is mirrored into the optimizer). Like the reference, only spec changes co
 One run, reading everything from the informer caches:
 1. gather and validate the namespace's objects (`shared.inferno_validation`); the flags are the triggering
    Optimizer's own (the reference used whichever Optimizer was listed first);
-2. optimise: embedded (default, `optimizer.engine` in a worker thread), or a remote optimizer when
+2. optimise: embedded (default, `optimizer.optimize` in a worker thread), or a remote optimizer when
    `INFERNO_HOST`/`INFERNO_PORT` are set (`reconciler.inferno.remote`, stateless or stateful);
 3. write `spec.desiredAlloc` on every Server whose allocation changed (matched by `spec.name`; a Server the
    optimizer could not place gets an empty allocation, `accelerator: ""`, and is listed in the status);
@@ -41,8 +41,8 @@ from typing import Any, Final, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from optimizer.engine import InvalidSystemError, optimize
 from optimizer.milp import MilpError, MilpUnavailableError
+from optimizer.optimize import InvalidSystemError, optimize
 from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
 from process.flags import Flag, add_flags, add_switch, comma_list, positive_float
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, DEFAULT_LENGTH_QUERY, DEFAULT_WINDOW, LoadQueries

@@ -51,7 +51,7 @@ from shared.constants import (
     LABEL_MODELSERVING_NAME,
     MANAGED_BY_VALUE,
 )
-from shared.engine import find_env, runtime_port
+from shared.engine_config import find_env, runtime_port
 from shared.naming import backend_resource_name
 from shared.uris import download_path
 

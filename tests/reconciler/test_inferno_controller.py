@@ -22,7 +22,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpServer
 
-from optimizer.engine import optimize
+from optimizer.optimize import optimize
 from optimizer.rest import STATE, OptimizerState, make_app
 from optimizer.system import Allocation, allocation_to_resource, system_from_resources
 from reconciler.inferno.controller import (

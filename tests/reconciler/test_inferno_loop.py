@@ -4,7 +4,7 @@ API on loopback, an Optimizer with a short period, Scale actuation — and the M
 beside it all along.
 
 Expected numbers are the optimiser's own (docs/design/inferno.md §4 with the §12 model: about 30 requests
-per minute of 1024 tokens per G2 replica at ITL 40 ms / TTW 500 ms): the test asks `optimizer.engine` for
+per minute of 1024 tokens per G2 replica at ITL 40 ms / TTW 500 ms): the test asks `optimizer.optimize` for
 the replicas of each load it injects, then checks what the controller did with them (docs/design/inferno.md
 §13: clamp to the backend's bounds, scale up at once, down only after the stabilisation window, nothing on
 missing data).
@@ -28,7 +28,7 @@ import pytest
 import yaml
 from aiohttp import web
 
-from optimizer.engine import optimize
+from optimizer.optimize import optimize
 from optimizer.system import system_from_resources
 from reconciler.inferno.controller import InfernoSettings, register_inferno
 from reconciler.inferno.prometheus import PrometheusSettings

@@ -17,7 +17,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from shared.api.modelbooster import ModelBooster
 from shared.backend_shape import NEITHER_DETAIL
 from shared.decoding import decode
-from shared.engine import ConfigError, config_object
+from shared.engine_config import ConfigError, config_object
 from shared.json_values import JsonInteger
 from shared.quantity import QUANTITY_PATTERN
 from tests.unit.factories import backend, modelbooster, policy, single_backend, single_modelbooster, worker

@@ -11,7 +11,7 @@ from typing import Any
 from reconciler.modelbooster.synthesis.errors import SynthesisError
 from reconciler.modelbooster.synthesis.owner import Owner
 from shared.api.modelbooster import ModelBackend, ModelWorker
-from shared.engine import (
+from shared.engine_config import (
     EnginePortError,
     engine_port,
     runtime_metrics_path,

@@ -14,7 +14,7 @@ from kubernetes.client import V1EnvFromSource, V1EnvVar
 
 from reconciler.modelbooster.synthesis.settings import SynthesisSettings
 from shared.api.base import wire_form
-from shared.engine import find_env
+from shared.engine_config import find_env
 
 # Passed to the model downloader only when set to a literal value (docs/design/synthesis.md §10).
 DOWNLOADER_ENV_NAMES = ("ENDPOINT", "HF_ENDPOINT", "MS_TOKEN", "MS_REVISION")

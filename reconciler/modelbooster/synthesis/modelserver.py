@@ -20,7 +20,7 @@ from shared.constants import (
     LABEL_MODELSERVING_ROLE,
     NETWORKING_API_VERSION,
 )
-from shared.engine import KvConnectorError, kv_connector, served_model_name
+from shared.engine_config import KvConnectorError, kv_connector, served_model_name
 
 ROUTER_RETRY_ATTEMPTS = 5
 

@@ -29,7 +29,7 @@ from reconciler.modelbooster.synthesis.vllm_args import number_text
 from shared.api.base import wire_form
 from shared.api.modelbooster import DEFAULT_WORKER_PODS, DEFAULT_WORKER_REPLICAS, ModelWorker
 from shared.constants import KIND_MODEL_SERVING, LABEL_MODELSERVING_NAME, WORKLOAD_API_VERSION
-from shared.engine import ConfigError, config_object
+from shared.engine_config import ConfigError, config_object
 from shared.naming import lora_downloader_name, model_downloader_name, ray_worker_container_name
 
 DSHM_VOLUME = "dshm"

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from optimizer.engine import optimize
+from optimizer.optimize import optimize
 from optimizer.system import OptimizerFlags, system_from_resources
 from shared.api import inferno as api
 from shared.inferno_validation import parse_inferno_object, validate_inferno_objects

@@ -8,10 +8,8 @@ texts are the newer line's (docs/design/validation.md §6, items 4 and 6), which
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
 from typing import Any, Final
 
 from kubernetes.client import V1EnvVar
@@ -25,6 +23,7 @@ from shared.constants import (
     ENV_RUNTIME_PORT,
     ENV_RUNTIME_URL,
 )
+from shared.gotext import go_type_name, go_value_text, json_kind
 
 CONFIG_KEY_PORT: Final = "port"
 CONFIG_KEY_SERVED_MODEL_NAME: Final = "served-model-name"
@@ -72,79 +71,6 @@ def worker_type(worker: ModelWorker) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Go text rendering: the reference printed JSON values with Go's `%v`, and its messages quote that text.
-
-
-def go_type_name(value: object) -> str:
-    """The Go type `encoding/json` decodes a JSON value into (as `interface{}`)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "map[string]interface {}"
-    return "[]interface {}"
-
-
-def _json_kind(value: object) -> str:
-    """The JSON kind Go names in `cannot unmarshal <kind> into ...`."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array"
-
-
-def go_float_text(value: float) -> str:
-    """Go's `%v` of a float64: shortest digits, exponent form below 1e-4 and from 1e+06 (`1e+06`, `9000.5`)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign = "-" if value < 0 else ""
-    decimal = Decimal(repr(abs(value))).normalize()
-    _, digit_tuple, exponent = decimal.as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(str(d) for d in digit_tuple)
-    point = len(digits) + exponent  # position of the decimal point relative to the first digit
-    exp = point - 1
-    if exp < -4 or exp >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"
-
-
-def go_value_text(value: object) -> str:
-    """Go's `%v` of a value decoded from JSON into `interface{}` (every number is a float64)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return go_float_text(float(value))
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        inner = " ".join(f"{key}:{go_value_text(value[key])}" for key in sorted(value))
-        return f"map[{inner}]"
-    if isinstance(value, Sequence):
-        return "[" + " ".join(go_value_text(item) for item in value) + "]"
-    return str(value)
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Config objects
 
 
@@ -156,7 +82,7 @@ def config_mapping(config: object) -> Mapping[str, Any] | None:
     # `type(...) is dict` first: decoded configs are plain dicts, and the ABC check costs more.
     if type(config) is dict or isinstance(config, Mapping):
         return config
-    raise ConfigError(f"json: cannot unmarshal {_json_kind(config)} into Go value of type map[string]interface {{}}")
+    raise ConfigError(f"json: cannot unmarshal {json_kind(config)} into Go value of type map[string]interface {{}}")
 
 
 def config_object(config: object) -> dict[str, Any] | None:

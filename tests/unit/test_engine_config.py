@@ -1,4 +1,5 @@
-"""shared/engine.py against docs/design/validation.md §6 (items 4, 6) and docs/design/synthesis.md §6, §10, §11."""
+"""shared/engine_config.py against docs/design/validation.md §6 (items 4, 6) and docs/design/synthesis.md §6,
+§10, §11."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from kubernetes.client import V1EnvVar, V1EnvVarSource, V1ObjectFieldSelector
 
 from shared.api.modelbooster import ModelWorker
-from shared.engine import (
+from shared.engine_config import (
     ConfigError,
     EnginePortError,
     KvConnectorError,
@@ -19,14 +20,13 @@ from shared.engine import (
     env_int,
     env_str,
     find_env,
-    go_float_text,
-    go_value_text,
     kv_connector,
     runtime_metrics_path,
     runtime_port,
     runtime_url,
     served_model_name,
 )
+from shared.gotext import go_float_text, go_value_text
 
 
 def w(kind: str | None = "server", config: Any = None) -> ModelWorker:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.engine import InvalidSystemError, build_candidates, check_system, format_report, optimize
 from optimizer.milp import MilpUnavailableError
+from optimizer.optimize import InvalidSystemError, build_candidates, check_system, format_report, optimize
 from optimizer.system import (
     Accelerator,
     Allocation,
