@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from modelbooster.cli import build_parser
 from reconciler.assembly import build
-from reconciler.certduty.duty import register_cert_duty
+from reconciler.certduty.controller import register_cert_duty
 from reconciler.certduty.settings import cert_settings_from_args
 from reconciler.crdcheck.check import crd_check_settings_from_args, register_crd_check
 from reconciler.inferno.controller import inferno_settings_from_args, register_inferno

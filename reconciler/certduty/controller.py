@@ -1,0 +1,470 @@
+"""The webhook-certificate duty: a self-signed CA, the webhook's serving certificate, and `caBundle` injection.
+
+Runs on the leader only (a `Manager` leader task). Each pass (`CertDuty.sync`):
+1. reads the two Secrets and the two webhook configurations from the API (not from a cache: what it writes
+   next must rest on fresh state) — the serving Secret the webhook pods mount (`tls.crt`, `tls.key`,
+   `ca.crt`) and the CA Secret with the CA key, kept apart so the webhook pods never hold a key that could
+   sign for them;
+2. lets `certs.lifecycle.ensure_certificates` decide what to issue (a CA for ten years, renewed a year before
+   it expires; a serving certificate for `<svc>.<ns>.svc` and `.svc.cluster.local` for a year, renewed 90
+   days before) and which CAs to publish (the current one, and a replaced one until the new serving
+   certificate has been out for a day or the replaced CA expires: certs/rotation.py);
+3. writes what differs, in an order that never leaves the API server distrusting what is served:
+   `caBundle` into both webhook configurations (every entry) first, then the CA Secret, then the serving
+   Secret. A new CA is therefore trusted before a certificate it signed can reach a webhook pod, and a crash
+   between two writes leaves a state the next pass completes (the CA Secret before the serving Secret means a
+   published CA is never one whose key was lost).
+Every update carries the resourceVersion it read; a 409 (someone wrote in between) or an AlreadyExists on
+create (another writer created it) restarts the pass from fresh reads.
+
+Deleting both Secrets (docs/chart.md's advice for certificate trouble) loses our record of the CAs in use
+while the webhook pods keep serving the certificate they loaded until the kubelet projects the new Secret.
+So when the serving Secret is missing or unusable, the CAs of the caBundle injected in our configurations
+are taken as candidates too (`trusted`): every certificate in it that is a CA and valid now, at most four
+(newest first), each kept only for the overlap above and never past its expiry. Expired certificates,
+end-entity certificates, other PEM blocks and garbage (not base64, not PEM; logged) are left out; none
+stops the pass.
+
+Whether a CA in that caBundle is ours cannot be told: the only record, the CA Secret, is what was deleted,
+and anything in memory is lost on exactly the leader change or restart that often comes with such trouble.
+The bundle is therefore taken as it is, and the risk is bounded rather than ruled out: it is consulted
+only while the serving Secret is gone or broken (at any other time a foreign CA is simply overwritten as
+drift), and what it contributes is dropped a day later. Someone able to write the webhook configurations
+can point them at any endpoint with any caBundle anyway, so trusting their CA for a day grants nothing new;
+what the bound prevents is a one-off edit outliving the repair by years.
+
+Between passes the duty sleeps until an informer reports a change to one of the four objects (a `helm
+upgrade` that wiped `caBundle`, a person editing it, a Secret deleted) or `check_interval` passes (expiry
+dates move on without any event). Errors are logged, counted and retried with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from cryptography import x509
+
+from certs.authority import KeyPair
+from certs.bundle import CertBundle, fingerprint, is_ca, public_keys_equal
+from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle, injected_cas
+from certs.lifecycle import Certificates, ensure_certificates
+from certs.rotation import DEFAULT_POLICY, RotationPolicy
+from certs.secret import SecretFormatError, build_ca_secret, build_serving_secret, parse_ca_secret, parse_serving_secret
+from process.backoff import backoff_delay
+from reconciler.certduty.kinds import SECRET, WEBHOOK_CONFIGURATION_KINDS
+from reconciler.certduty.metrics import CertDutyMetrics
+from reconciler.certduty.settings import CertDutySettings
+from reconciler.peer import Context
+from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.kinds import Kind
+from reconciler.runtime.manager import Manager
+from reconciler.runtime.objects import meta_text
+from reconciler.runtime.source import EventType
+
+logger = logging.getLogger(__name__)
+
+TASK_NAME: Final = "webhook-certificates"
+SECRET_LABELS: Final = {
+    "app.kubernetes.io/part-of": "modelbooster",
+    "app.kubernetes.io/component": "webhook-certificate",
+    "app.kubernetes.io/managed-by": "modelbooster-reconciler",
+}
+# Passes that restart because another writer got in between; beyond this something keeps fighting us.
+MAX_ATTEMPTS: Final = 5
+
+Clock = Callable[[], datetime]
+
+
+class CertDutyError(Exception):
+    """A pass could not complete; the message says why. The duty retries with backoff."""
+
+
+class _Restart(Exception):
+    """Someone else wrote one of our objects after we read it: read again and plan again."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one pass found and did (for logs and tests)."""
+
+    issued_ca: bool = False
+    issued_serving: bool = False
+    reasons: tuple[str, ...] = ()
+    # Kinds whose configuration got a new caBundle, with the entries that had drifted.
+    injected: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    secrets_written: tuple[str, ...] = ()
+    # Secrets that existed but could not be used, with why.
+    repaired: tuple[tuple[str, str], ...] = ()
+    missing_configurations: tuple[str, ...] = ()
+    serving_not_after: datetime | None = None
+    ca_not_after: datetime | None = None
+
+    @property
+    def wrote(self) -> bool:
+        return bool(self.injected or self.secrets_written)
+
+
+@dataclass
+class _State:
+    ca_secret: dict[str, Any] | None
+    tls_secret: dict[str, Any] | None
+    ca: KeyPair | None
+    bundle: CertBundle | None
+    problems: dict[str, str] = field(default_factory=dict)  # secret name -> why it is unusable
+    # Each webhook configuration kind with the object read (None: it does not exist).
+    configurations: list[tuple[Kind, dict[str, Any] | None]] = field(default_factory=list)
+
+
+def _check_ca(ca: KeyPair) -> KeyPair:
+    if not is_ca(ca.cert):
+        raise SecretFormatError("ca.crt is not a CA certificate (basicConstraints CA:TRUE missing)")
+    return ca
+
+
+def _describe_ca(cert: x509.Certificate) -> str:
+    return (
+        f"{cert.subject.rfc4514_string() or '(no subject)'} sha256:{fingerprint(cert)[:16]} "
+        f"until {cert.not_valid_after_utc.isoformat()}"
+    )
+
+
+def read_ca_secret(secret: Mapping[str, Any] | None) -> KeyPair:
+    """The CA in a CA Secret; SecretFormatError says what is wrong with it."""
+    if secret is None:
+        raise SecretFormatError("Secret does not exist")
+    return _check_ca(parse_ca_secret(secret))
+
+
+def read_serving_secret(secret: Mapping[str, Any]) -> CertBundle:
+    """The bundle in a serving Secret; SecretFormatError also when the key is not the certificate's."""
+    bundle = parse_serving_secret(secret)
+    if not public_keys_equal(bundle.serving_cert, bundle.serving_key):
+        raise SecretFormatError("tls.key does not belong to the certificate in tls.crt")
+    return bundle
+
+
+def serving_expiry(secret: Mapping[str, Any] | None) -> datetime | None:
+    try:
+        return read_serving_secret(secret).serving_not_after if secret is not None else None
+    except SecretFormatError:
+        return None
+
+
+def ca_expiry(secret: Mapping[str, Any] | None) -> datetime | None:
+    try:
+        return read_ca_secret(secret).cert.not_valid_after_utc if secret is not None else None
+    except SecretFormatError:
+        return None
+
+
+def _merged_secret(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+    """`existing` with our keys set: other keys, labels, annotations and the resourceVersion are kept."""
+    updated = copy.deepcopy(dict(existing))
+    updated["data"] = {**(existing.get("data") or {}), **desired["data"]}
+    updated.pop("stringData", None)  # write-only; never returned, but a merged copy must not resend it
+    meta = updated.setdefault("metadata", {})
+    meta["labels"] = {**SECRET_LABELS, **(meta.get("labels") or {})}
+    return updated
+
+
+class CertDuty:
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        settings: CertDutySettings,
+        metrics: CertDutyMetrics,
+        clock: Clock = _utc_now,
+        policy: RotationPolicy = DEFAULT_POLICY,
+        field_manager: str = "modelbooster",
+        retry_base: float = 1.0,
+        retry_max: float = 300.0,
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.metrics = metrics
+        self._clock = clock
+        self._policy = policy
+        self._field_manager = field_manager
+        self._retry_base = retry_base
+        self._retry_max = retry_max
+        self._wake = asyncio.Event()
+        # (kind, name, resourceVersion) of our own recent writes: their watch events need no new pass.
+        self._own_writes: deque[tuple[str, str, str]] = deque(maxlen=16)
+        self.last_report: SyncReport | None = None
+        for name in (settings.tls_secret, settings.ca_secret):
+            metrics.repairs.labels(secret=name)  # a series from the start, so rate() and alerts see 0
+
+    # ------------------------------------------------------------------ waking up
+    def on_event(self, event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """Informer handler: any change to our four objects that we did not make ourselves starts a pass."""
+        obj = new if new is not None else old
+        if event != "DELETED" and obj is not None and self._written_by_us(obj):
+            return
+        self._wake.set()
+
+    def _written_by_us(self, obj: Mapping[str, Any]) -> bool:
+        key = (str(obj.get("kind") or ""), meta_text(obj, "name"), meta_text(obj, "resourceVersion"))
+        return key in self._own_writes
+
+    def _remember(self, obj: Mapping[str, Any], kind: Kind) -> None:
+        self._own_writes.append((kind.kind, meta_text(obj, "name"), meta_text(obj, "resourceVersion")))
+
+    # ------------------------------------------------------------------ the leader task
+    async def run(self) -> None:
+        """Pass, then sleep until woken or `check_interval` passes; forever (cancelled when leadership ends)."""
+        failures = 0
+        while True:
+            self._wake.clear()
+            try:
+                await self.sync()
+            except (ApiError, CertDutyError) as error:
+                failures += 1
+                delay = backoff_delay(
+                    failures, base=self._retry_base, cap=min(self._retry_max, self.settings.check_interval)
+                )
+                self.metrics.sync_errors.inc()
+                logger.warning("webhook certificates: check failed: %s; retrying in %.1fs", error, delay)
+                # Sleep out the backoff even if events arrive: a writer we keep conflicting with would
+                # otherwise turn this into a busy loop.
+                await asyncio.sleep(delay)
+                continue
+            failures = 0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.check_interval)
+
+    async def sync(self) -> SyncReport:
+        """One pass; returns what it did. Raises ApiError or CertDutyError when it cannot complete."""
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                report = await self._sync_once()
+            except _Restart as restart:
+                logger.info("webhook certificates: %s; reading again", restart)
+                continue
+            self.last_report = report
+            return report
+        raise CertDutyError(f"gave up after {MAX_ATTEMPTS} attempts: another writer keeps changing our objects")
+
+    # ------------------------------------------------------------------ one pass
+    async def _sync_once(self) -> SyncReport:
+        settings = self.settings
+        state = await self._read_secrets()
+        state.configurations = [
+            (kind, await self._get(kind, None, settings.configuration)) for kind in WEBHOOK_CONFIGURATION_KINDS
+        ]
+        for name, problem in state.problems.items():
+            logger.warning(
+                "webhook certificates: Secret %s/%s is unusable (%s); replacing its content",
+                settings.namespace, name, problem,
+            )  # fmt: skip
+        now = self._clock()
+        certs = ensure_certificates(
+            ca=state.ca, bundle=state.bundle, service=settings.service, namespace=settings.namespace, now=now,
+            policy=self._policy, trusted=self._trusted(state),
+        )  # fmt: skip
+        for cert in certs.plan.inherited:
+            logger.info(
+                "webhook certificates: still trusting %s from the injected caBundle (the serving Secret "
+                "no longer says which CA signed the certificate the webhook serves)", _describe_ca(cert),
+            )  # fmt: skip
+        issued_serving = state.bundle is None or certs.bundle.tls_crt != state.bundle.tls_crt
+        issued_ca = certs.ca is not state.ca
+        injected, missing = await self._inject(state.configurations, certs.bundle.ca_bundle_base64())
+        written = await self._write_secrets(state, certs)
+        # Logged and counted once stored: a pass restarted by a conflict issues again from scratch.
+        if issued_ca or issued_serving:
+            self._log_issued(certs, issued_ca=issued_ca, issued_serving=issued_serving)
+        if issued_ca:
+            self.metrics.issued.labels(certificate="ca").inc()
+        if issued_serving:
+            self.metrics.issued.labels(certificate="serving").inc()
+        for name in state.problems:
+            self.metrics.repairs.labels(secret=name).inc()
+        return SyncReport(
+            issued_ca=issued_ca,
+            issued_serving=issued_serving,
+            reasons=certs.plan.reasons,
+            injected=tuple(injected),
+            secrets_written=tuple(written),
+            repaired=tuple(state.problems.items()),
+            missing_configurations=tuple(missing),
+            serving_not_after=certs.bundle.serving_not_after,
+            ca_not_after=certs.ca.cert.not_valid_after_utc,
+        )
+
+    def _log_issued(self, certs: Certificates, *, issued_ca: bool, issued_serving: bool) -> None:
+        why = "; ".join(certs.plan.reasons) or "the stored certificates are unusable"
+        if issued_ca:
+            logger.info(
+                "webhook certificates: issued a new CA valid until %s (%s)",
+                certs.ca.cert.not_valid_after_utc.isoformat(), why,
+            )  # fmt: skip
+        if issued_serving:
+            logger.info(
+                "webhook certificates: issued a serving certificate for %s.%s.svc valid until %s (%s)",
+                self.settings.service, self.settings.namespace, certs.bundle.serving_not_after.isoformat(), why,
+            )  # fmt: skip
+
+    async def _get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.client.get(kind, namespace, name)
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    async def _read_secrets(self) -> _State:
+        namespace, settings = self.settings.namespace, self.settings
+        ca_secret = await self._get(SECRET, namespace, settings.ca_secret)
+        tls_secret = await self._get(SECRET, namespace, settings.tls_secret)
+        state = _State(ca_secret=ca_secret, tls_secret=tls_secret, ca=None, bundle=None)
+        if ca_secret is not None:
+            try:
+                state.ca = read_ca_secret(ca_secret)
+            except SecretFormatError as error:
+                state.problems[settings.ca_secret] = str(error)
+        if tls_secret is not None:
+            try:
+                state.bundle = read_serving_secret(tls_secret)
+            except SecretFormatError as error:
+                state.problems[settings.tls_secret] = str(error)
+        return state
+
+    def _trusted(self, state: _State) -> list[x509.Certificate]:
+        """The certificates of the caBundle injected now, when they may matter (see the module docstring)."""
+        if state.bundle is not None:
+            return []  # our serving Secret says what is served; the injected value is only drift to correct
+        found: list[x509.Certificate] = []
+        for _, configuration in state.configurations:
+            if configuration is None:
+                continue
+            certs, problems = injected_cas(configuration)
+            found += certs
+            for problem in problems:
+                logger.warning("webhook certificates: not trusting part of the injected caBundle: %s", problem)
+        return found
+
+    async def _inject(
+        self, configurations: list[tuple[Kind, dict[str, Any] | None]], ca_bundle: str
+    ) -> tuple[list[tuple[str, tuple[str, ...]]], list[str]]:
+        injected: list[tuple[str, tuple[str, ...]]] = []
+        missing: list[str] = []
+        name = self.settings.configuration
+        for kind, configuration in configurations:
+            if configuration is None:
+                # Not an error: the webhook may be disabled or not installed yet; its creation wakes us.
+                logger.warning(
+                    "webhook certificates: %s %s not found; caBundle will be injected when it exists", kind, name
+                )
+                missing.append(kind.kind)
+                continue
+            try:
+                drifted = drifted_webhooks(configuration, ca_bundle)
+                updated = inject_ca_bundle(configuration, ca_bundle)
+            except InjectionError as error:
+                raise CertDutyError(str(error)) from None
+            if updated is None:
+                continue
+            try:
+                stored = await self.client.replace(kind, updated, field_manager=self._field_manager)
+            except ApiError as error:
+                if error.conflict or error.not_found:
+                    raise _Restart(f"{kind} {name} changed while we wrote it") from error
+                raise
+            self._remember(stored, kind)
+            self.metrics.injections.labels(kind=kind.kind).inc()
+            logger.info(
+                "webhook certificates: injected caBundle into %s %s (entries %s)", kind, name, ", ".join(drifted)
+            )
+            injected.append((kind.kind, tuple(drifted)))
+        return injected, missing
+
+    async def _write_secrets(self, state: _State, certs: Certificates) -> list[str]:
+        settings = self.settings
+        written: list[str] = []
+        if state.ca_secret is None or state.ca is None or certs.ca is not state.ca:
+            desired = build_ca_secret(
+                name=settings.ca_secret, namespace=settings.namespace, ca=certs.ca, labels=SECRET_LABELS
+            )
+            await self._write_secret(state.ca_secret, desired)
+            written.append(settings.ca_secret)
+        if state.tls_secret is None or state.bundle is None or certs.bundle is not state.bundle:
+            desired = build_serving_secret(
+                name=settings.tls_secret, namespace=settings.namespace, bundle=certs.bundle, labels=SECRET_LABELS
+            )
+            await self._write_secret(state.tls_secret, desired)
+            written.append(settings.tls_secret)
+        return written
+
+    async def _write_secret(self, existing: dict[str, Any] | None, desired: dict[str, Any]) -> None:
+        name = meta_text(desired, "name")
+        try:
+            if existing is None:
+                stored = await self.client.create(SECRET, desired, field_manager=self._field_manager)
+                logger.info("webhook certificates: created Secret %s/%s", self.settings.namespace, name)
+            else:
+                stored = await self.client.replace(
+                    SECRET, _merged_secret(existing, desired), field_manager=self._field_manager
+                )
+                logger.info("webhook certificates: updated Secret %s/%s", self.settings.namespace, name)
+        except ApiError as error:
+            if error.conflict or error.not_found:  # AlreadyExists is a 409 too
+                raise _Restart(f"Secret {self.settings.namespace}/{name} changed while we wrote it") from error
+            raise
+        self._remember(stored, SECRET)
+
+
+def register_cert_duty(
+    manager: Manager,
+    client: KubeClient,
+    settings: CertDutySettings,
+    *,
+    clock: Clock = _utc_now,
+    policy: RotationPolicy = DEFAULT_POLICY,
+    field_manager: str = "modelbooster",
+) -> CertDuty | None:
+    """Watch our four objects and run the duty while this process leads; None when the duty is off.
+
+    Call before `manager.run`: the informers it adds start with the others (on every replica, so the expiry
+    gauge is exported by standbys too), and the leader task starts once they have synced.
+    """
+    if not settings.enabled:
+        logger.info("webhook certificate duty is off (--no-cert-duty): certificates and caBundle come from elsewhere")
+        return None
+    metrics = CertDutyMetrics(manager.metrics.registry)
+    duty = CertDuty(client=client, settings=settings, metrics=metrics, clock=clock, policy=policy,
+                    field_manager=field_manager)  # fmt: skip
+    by_name = f"metadata.name={settings.configuration}"
+    for kind in WEBHOOK_CONFIGURATION_KINDS:
+        manager.informer(kind, field_selector=by_name).add_handler(duty.on_event)
+    secrets = {}
+    for name, read in ((settings.tls_secret, serving_expiry), (settings.ca_secret, ca_expiry)):
+        informer = manager.informer(SECRET, namespaces=[settings.namespace], field_selector=f"metadata.name={name}")
+        informer.add_handler(duty.on_event)
+        secrets[name] = (_cached(informer.get, settings.namespace, name), read)
+    metrics.watch_expiry(secrets)
+    manager.add_leader_task(TASK_NAME, duty.run)
+    return duty
+
+
+def _cached(
+    get: Callable[[str, str], dict[str, Any] | None], namespace: str, name: str
+) -> Callable[[], dict[str, Any] | None]:
+    return lambda: get(namespace, name)
+
+
+def register(context: Context, settings: CertDutySettings) -> CertDuty | None:
+    """The peer's registration: the duty on the process's manager and client, writing as its field manager."""
+    return register_cert_duty(context.manager, context.client, settings, field_manager=context.settings.field_manager)
