@@ -11,7 +11,8 @@ from modelbooster.cli import build_parser
 from reconciler.assembly import build
 from reconciler.certduty.controller import register_cert_duty
 from reconciler.certduty.settings import cert_settings_from_args
-from reconciler.crdcheck.check import crd_check_settings_from_args, register_crd_check
+from reconciler.crdcheck.controller import register_crd_check
+from reconciler.crdcheck.settings import crd_check_settings_from_args
 from reconciler.inferno.controller import inferno_settings_from_args, register_inferno
 from reconciler.main import settings_from_args
 from reconciler.runtime.client import KubeClient
