@@ -20,7 +20,8 @@ from typing import Any, Final
 import pytest
 from kubernetes.client import ApiException
 
-from reconciler.crdcheck.check import EVENT_REASON, CrdCheckSettings, register_crd_check
+from reconciler.crdcheck.controller import EVENT_REASON, register_crd_check
+from reconciler.crdcheck.settings import CrdCheckSettings
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.discovery import CrdDiscovery
 from reconciler.runtime.events import EventRecorder

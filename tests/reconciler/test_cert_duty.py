@@ -32,12 +32,11 @@ from certs.authority import create_ca, issue_serving_cert
 from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
 from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
 from certs.secret import parse_ca_secret, parse_serving_secret
-from reconciler.certduty.duty import (
+from reconciler.certduty.controller import CertDuty, register_cert_duty
+from reconciler.certduty.kinds import (
     MUTATING_WEBHOOK_CONFIGURATION,
     SECRET,
     VALIDATING_WEBHOOK_CONFIGURATION,
-    CertDuty,
-    register_cert_duty,
 )
 from reconciler.certduty.metrics import CertDutyMetrics
 from reconciler.certduty.settings import (
@@ -592,7 +591,7 @@ async def test_garbage_in_the_injected_bundle_is_logged_and_left_out(
     await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, validating)
     await _delete_both_secrets(api)
 
-    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.duty"):
+    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.controller"):
         report = await duty.sync()
 
     assert report.issued_ca
@@ -689,7 +688,7 @@ async def test_an_unusable_secret_is_repaired_and_reported(
     stored["metadata"].setdefault("labels", {})["team"] = "platform"
     await api.replace(SECRET, stored)
 
-    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.duty"):
+    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.controller"):
         report = await duty.sync()
 
     assert [secret_name for secret_name, _ in report.repaired] == [name]

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from reconciler.crdcheck.check import EVENT_REASON, CrdCheckSettings, register_crd_check
+from reconciler.crdcheck.controller import EVENT_REASON, register_crd_check
+from reconciler.crdcheck.settings import CrdCheckSettings
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.discovery import CRD, CrdDiscovery
 from reconciler.runtime.events import EventRecorder
@@ -82,7 +83,7 @@ async def test_an_outdated_crd_at_start_warns_counts_posts_an_event_and_stays_re
         fake_apiserver_inloop.register_crd(definition)
     (manager, _check), stop, task = await _start(client)
     try:
-        with caplog.at_level(logging.WARNING, logger="reconciler.crdcheck.check"):
+        with caplog.at_level(logging.WARNING, logger="reconciler.crdcheck.controller"):
             await eventually(lambda: _gauge(manager, MODELBOOSTERS) == 1)
         assert {_gauge(manager, definition["metadata"]["name"]) for definition in crds()} == {0, 1}
         (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -119,7 +120,7 @@ async def test_applying_the_current_crd_clears_the_signal_and_a_new_drift_raises
     try:
         await eventually(lambda: _gauge(manager, MODELBOOSTERS) == 1)
         (current,) = [d for d in crds() if d["metadata"]["name"] == MODELBOOSTERS]
-        with caplog.at_level(logging.INFO, logger="reconciler.crdcheck.check"):
+        with caplog.at_level(logging.INFO, logger="reconciler.crdcheck.controller"):
             stored = await client.get(CRD, None, MODELBOOSTERS)
             body = copy.deepcopy(current)
             body["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]

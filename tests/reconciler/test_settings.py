@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from reconciler.assembly import ReconcilerSettings
 from reconciler.main import add_arguments, settings_from_args
 from reconciler.modelbooster.kinds import MODEL_SERVER, MODEL_SERVING
-from reconciler.assembly import ReconcilerSettings
 from reconciler.modelbooster.settings import DynamicSettings, SettingsError, parse_engine_env
 from reconciler.modelbooster.synthesis import SynthesisSettings
 from reconciler.runtime.kinds import CONFIG_MAP

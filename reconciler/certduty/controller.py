@@ -40,6 +40,7 @@ dates move on without any event). Errors are logged, counted and retried with ex
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import copy
@@ -59,26 +60,18 @@ from certs.lifecycle import Certificates, ensure_certificates
 from certs.rotation import DEFAULT_POLICY, RotationPolicy
 from certs.secret import SecretFormatError, build_ca_secret, build_serving_secret, parse_ca_secret, parse_serving_secret
 from process.backoff import backoff_delay
+from reconciler.certduty.kinds import SECRET, WEBHOOK_CONFIGURATION_KINDS
 from reconciler.certduty.metrics import CertDutyMetrics
-from reconciler.certduty.settings import CertDutySettings
+from reconciler.certduty.settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
+from reconciler.peer import Context, Peer
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager
-from reconciler.runtime.objects import metadata
+from reconciler.runtime.objects import meta_text
 from reconciler.runtime.source import EventType
 
 logger = logging.getLogger(__name__)
 
-SECRET: Final = Kind("", "v1", "Secret", "secrets")
-MUTATING_WEBHOOK_CONFIGURATION: Final = Kind(
-    "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
-    namespaced=False,
-)  # fmt: skip
-VALIDATING_WEBHOOK_CONFIGURATION: Final = Kind(
-    "admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
-    namespaced=False,
-)  # fmt: skip
-WEBHOOK_CONFIGURATION_KINDS: Final = (MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CONFIGURATION)
 TASK_NAME: Final = "webhook-certificates"
 SECRET_LABELS: Final = {
     "app.kubernetes.io/part-of": "modelbooster",
@@ -182,8 +175,8 @@ def _merged_secret(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> d
     updated = copy.deepcopy(dict(existing))
     updated["data"] = {**(existing.get("data") or {}), **desired["data"]}
     updated.pop("stringData", None)  # write-only; never returned, but a merged copy must not resend it
-    metadata = updated.setdefault("metadata", {})
-    metadata["labels"] = {**SECRET_LABELS, **(metadata.get("labels") or {})}
+    meta = updated.setdefault("metadata", {})
+    meta["labels"] = {**SECRET_LABELS, **(meta.get("labels") or {})}
     return updated
 
 
@@ -224,15 +217,11 @@ class CertDuty:
         self._wake.set()
 
     def _written_by_us(self, obj: Mapping[str, Any]) -> bool:
-        meta = metadata(obj)
-        key = (str(obj.get("kind") or ""), str(meta.get("name") or ""), str(meta.get("resourceVersion") or ""))
+        key = (str(obj.get("kind") or ""), meta_text(obj, "name"), meta_text(obj, "resourceVersion"))
         return key in self._own_writes
 
     def _remember(self, obj: Mapping[str, Any], kind: Kind) -> None:
-        meta = metadata(obj)
-        self._own_writes.append(
-            (kind.kind, str(meta.get("name") or ""), str(meta.get("resourceVersion") or ""))
-        )
+        self._own_writes.append((kind.kind, meta_text(obj, "name"), meta_text(obj, "resourceVersion")))
 
     # ------------------------------------------------------------------ the leader task
     async def run(self) -> None:
@@ -421,7 +410,7 @@ class CertDuty:
         return written
 
     async def _write_secret(self, existing: dict[str, Any] | None, desired: dict[str, Any]) -> None:
-        name = desired["metadata"]["name"]
+        name = meta_text(desired, "name")
         try:
             if existing is None:
                 stored = await self.client.create(SECRET, desired, field_manager=self._field_manager)
@@ -475,3 +464,21 @@ def _cached(
     get: Callable[[str, str], dict[str, Any] | None], namespace: str, name: str
 ) -> Callable[[], dict[str, Any] | None]:
     return lambda: get(namespace, name)
+
+
+def register(context: Context, settings: CertDutySettings) -> CertDuty | None:
+    """The peer's registration: the duty on the process's manager and client, writing as its field manager."""
+    return register_cert_duty(context.manager, context.client, settings, field_manager=context.settings.field_manager)
+
+
+def _add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+    add_cert_arguments(parser, environ=environ)
+
+
+def _settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> CertDutySettings:
+    return cert_settings_from_args(args, environ=environ)
+
+
+PEER: Final = Peer(
+    name="certduty", add_arguments=_add_arguments, settings_from_args=_settings_from_args, register=register
+)

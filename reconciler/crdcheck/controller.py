@@ -23,19 +23,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Gauge
-
-from process.flags import add_switch
+from reconciler.crdcheck.kinds import CRD
+from reconciler.crdcheck.metrics import CrdCheckMetrics
+from reconciler.crdcheck.settings import CrdCheckSettings, add_crd_check_arguments, crd_check_settings_from_args
+from reconciler.peer import Context, Peer
 from reconciler.runtime.discovery import CrdDiscovery, ServedCrd
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import metadata
-from reconciler.settings import ENV_PREFIX
 from shared.crd_digest import (
     CrdJudgement,
     judge,
@@ -49,30 +47,6 @@ logger = logging.getLogger(__name__)
 EVENT_REASON: Final = "CRDOutdated"
 
 
-@dataclass(frozen=True)
-class CrdCheckSettings:
-    check_children: bool = True
-    # Inferno's CRDs matter only while the Inferno controller runs (the process sets this from its settings).
-    check_inferno: bool = True
-
-
-def add_crd_check_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
-    add_switch(
-        parser,
-        "--check-child-crds",
-        dest="check_child_crds",
-        default=True,
-        help="judge the five child CRDs too (off when Kthena, not this chart, installs them)",
-        prefix=ENV_PREFIX,
-        parser=parser,
-        environ=os.environ if environ is None else environ,
-    )
-
-
-def crd_check_settings_from_args(args: argparse.Namespace) -> CrdCheckSettings:
-    return CrdCheckSettings(check_children=bool(args.check_child_crds))
-
-
 class CrdCheck:
     """Judges our CRDs as the served ones change; see the module docstring."""
 
@@ -81,7 +55,7 @@ class CrdCheck:
         served: CrdDiscovery,
         *,
         expected: Mapping[str, str],
-        registry: CollectorRegistry,
+        metrics: CrdCheckMetrics,
         recorder: EventRecorder | None,
         version: str,
     ) -> None:
@@ -89,12 +63,7 @@ class CrdCheck:
         self.expected = dict(expected)
         self.recorder = recorder
         self.version = version
-        self.outdated = Gauge(
-            "modelbooster_crd_outdated",
-            "1 when the served CRD is not the one this version generates (apply this release's CRDs), else 0.",
-            ["crd"],
-            registry=registry,
-        )
+        self.metrics = metrics
         self.judgements: dict[str, CrdJudgement] = {}
         self._directories = recorded_chart_directories()
         self._started = False
@@ -120,7 +89,7 @@ class CrdCheck:
         )
         before = self.judgements.get(name)
         self.judgements[name] = judgement
-        self.outdated.labels(crd=name).set(1 if judgement.outdated else 0)
+        self.metrics.outdated.labels(crd=name).set(1 if judgement.outdated else 0)
         if judgement.outdated and (before is None or before != judgement):
             message = outdated_message(
                 judgement, version=self.version, chart_directory=self._directories.get(name, "crds")
@@ -136,8 +105,8 @@ class CrdCheck:
             return
         meta = metadata(crd.raw)
         involved = {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
+            "apiVersion": CRD.api_version,
+            "kind": CRD.kind,
             "metadata": {key: meta.get(key) for key in ("name", "uid", "resourceVersion")},
         }
         task = asyncio.get_running_loop().create_task(
@@ -159,9 +128,30 @@ def register_crd_check(
     check = CrdCheck(
         served,
         expected=recorded_digests(include_children=settings.check_children, include_inferno=settings.check_inferno),
-        registry=manager.metrics.registry,
+        metrics=CrdCheckMetrics(manager.metrics.registry),
         recorder=recorder,
         version=version,
     )
     manager.add_background(check.run)
     return check
+
+
+def register(context: Context, settings: CrdCheckSettings) -> CrdCheck:
+    """The peer's registration: the check on the process's manager, CRD watch and Event recorder."""
+    return register_crd_check(
+        context.manager, context.discovery, settings=settings, recorder=context.recorder, version=context.version
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+    add_crd_check_arguments(parser, environ=environ)
+
+
+def _settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> CrdCheckSettings:
+    # `check_inferno` stays at its default: the process sets it from the Inferno controller's settings.
+    return crd_check_settings_from_args(args)
+
+
+PEER: Final = Peer(
+    name="crdcheck", add_arguments=_add_arguments, settings_from_args=_settings_from_args, register=register
+)
