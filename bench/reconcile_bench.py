@@ -73,7 +73,7 @@ from typing import Any
 
 import aiohttp
 
-from reconciler.inferno.controller import OPTIMIZER
+from reconciler.inferno.kinds import OPTIMIZER
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, child_kind_of
 from reconciler.modelbooster.synthesis import SynthesisSettings, synthesize
 from reconciler.runtime.client import ApiError, KubeClient

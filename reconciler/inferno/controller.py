@@ -45,6 +45,16 @@ from optimizer.milp import MilpError, MilpUnavailableError
 from optimizer.optimize import InvalidSystemError, optimize
 from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
 from process.flags import Flag, add_flags, add_switch, comma_list, positive_float
+from reconciler.inferno.kinds import (
+    ACCELERATOR,
+    CAPACITY,
+    INFERNO_INPUT_KINDS,
+    INFERNO_KINDS,
+    MODEL,
+    OPTIMIZER,
+    SERVER,
+    SERVICE_CLASS,
+)
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, DEFAULT_LENGTH_QUERY, DEFAULT_WINDOW, LoadQueries
 from reconciler.inferno.loop import ClosedLoop, Measurement
 from reconciler.inferno.metrics import InfernoMetrics
@@ -86,16 +96,6 @@ from shared.inferno_validation import (
 )
 
 logger = logging.getLogger(__name__)
-
-ACCELERATOR: Final = Kind(api.GROUP, api.VERSION, api.KIND_ACCELERATOR, api.PLURAL_ACCELERATORS)
-MODEL: Final = Kind(api.GROUP, api.VERSION, api.KIND_MODEL, api.PLURAL_MODELS)
-SERVICE_CLASS: Final = Kind(api.GROUP, api.VERSION, api.KIND_SERVICE_CLASS, api.PLURAL_SERVICE_CLASSES)
-SERVER: Final = Kind(api.GROUP, api.VERSION, api.KIND_SERVER, api.PLURAL_SERVERS)
-CAPACITY: Final = Kind(api.GROUP, api.VERSION, api.KIND_CAPACITY, api.PLURAL_CAPACITIES)
-OPTIMIZER: Final = Kind(api.GROUP, api.VERSION, api.KIND_OPTIMIZER, api.PLURAL_OPTIMIZERS)
-# The kinds an optimisation reads, in the order they are mirrored into a stateful optimizer.
-INPUT_KINDS: Final = (ACCELERATOR, MODEL, SERVICE_CLASS, SERVER, CAPACITY)
-INFERNO_KINDS: Final = (*INPUT_KINDS, OPTIMIZER)
 
 CONTROLLER_NAME: Final = "inferno"
 FIELD_MANAGER: Final = "modelbooster-inferno"
@@ -577,10 +577,10 @@ class OptimizerReconciler:
     # ------------------------------------------------------------------ inputs
     def _gather(self, namespace: str, optimizer: dict[str, Any]) -> _Inputs:
         issues: list[InfernoIssue] = []
-        parsed: dict[Kind, list[Any]] = {kind: [] for kind in INPUT_KINDS}
+        parsed: dict[Kind, list[Any]] = {kind: [] for kind in INFERNO_INPUT_KINDS}
         objects: list[tuple[Kind, dict[str, Any]]] = []
         raw_servers: dict[str, dict[str, Any]] = {}
-        for kind in INPUT_KINDS:
+        for kind in INFERNO_INPUT_KINDS:
             for obj in sorted(self.informers[kind].objects(namespace), key=_name):
                 try:
                     typed = parse_inferno_object(_without_status(obj))
@@ -828,7 +828,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
     informers[OPTIMIZER].add_handler(forget)
     informers[SERVER].add_handler(forget_server)
     mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=backend.mirrors)
-    for kind in INPUT_KINDS:
+    for kind in INFERNO_INPUT_KINDS:
         controller.watch(informers[kind], mapper)
     manager.add_controller(controller)
     logger.info(

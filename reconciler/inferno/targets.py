@@ -20,6 +20,14 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from reconciler.inferno.kinds import (
+    AUTOSCALING_POLICY_BINDING,
+    DEPLOYMENT,
+    MODEL_BOOSTER,
+    MODEL_SERVING,
+    REPLICA_SET,
+    STATEFUL_SET,
+)
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.objects import metadata
@@ -29,17 +37,12 @@ from shared.errors import ValidationFailed
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS, replicas_set_externally
 from shared.validation import parse_modelbooster
 
-MODEL_SERVING: Final = Kind(c.WORKLOAD_GROUP, c.VERSION, c.KIND_MODEL_SERVING, c.PLURAL_MODEL_SERVINGS)
-MODEL_BOOSTER: Final = Kind(c.WORKLOAD_GROUP, c.VERSION, c.KIND_MODEL_BOOSTER, c.PLURAL_MODEL_BOOSTERS)
-AUTOSCALING_POLICY_BINDING: Final = Kind(
-    c.WORKLOAD_GROUP, c.VERSION, c.KIND_AUTOSCALING_POLICY_BINDING, c.PLURAL_AUTOSCALING_POLICY_BINDINGS
-)
 # The kinds whose `/scale` the chart's ClusterRole grants (charts/modelbooster/templates/reconciler-rbac.yaml).
 KNOWN_TARGETS: Final[dict[str, Kind]] = {
-    c.KIND_MODEL_SERVING: MODEL_SERVING,
-    "Deployment": Kind("apps", "v1", "Deployment", "deployments"),
-    "StatefulSet": Kind("apps", "v1", "StatefulSet", "statefulsets"),
-    "ReplicaSet": Kind("apps", "v1", "ReplicaSet", "replicasets"),
+    MODEL_SERVING.kind: MODEL_SERVING,
+    DEPLOYMENT.kind: DEPLOYMENT,
+    STATEFUL_SET.kind: STATEFUL_SET,
+    REPLICA_SET.kind: REPLICA_SET,
 }
 SCALE: Final = "scale"
 MAX_DISCOVERY_CACHE: Final = 256

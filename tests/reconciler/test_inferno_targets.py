@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler.inferno.targets import MODEL_SERVING, Bounds, TargetProblem, Targets
+from reconciler.inferno.kinds import MODEL_SERVING
+from reconciler.inferno.targets import Bounds, TargetProblem, Targets
 from reconciler.modelbooster.kinds import AUTOSCALING_POLICY_BINDING, MODEL_BOOSTER
 from reconciler.runtime.client import KubeClient
 from shared.api.inferno import TargetRef
