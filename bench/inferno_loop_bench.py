@@ -39,8 +39,9 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp import web  # noqa: E402
 
-from reconciler.inferno.controller import InfernoSettings, register_inferno  # noqa: E402
+from reconciler.inferno.controller import register_inferno  # noqa: E402
 from reconciler.inferno.prometheus import PrometheusSettings  # noqa: E402
+from reconciler.inferno.settings import InfernoSettings  # noqa: E402
 from reconciler.runtime.client import KubeClient  # noqa: E402
 from reconciler.runtime.kinds import Kind  # noqa: E402
 from reconciler.runtime.manager import Manager, ManagerOptions  # noqa: E402

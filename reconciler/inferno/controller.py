@@ -30,10 +30,8 @@ unreachable or failing optimizer, or a failed write: retried with exponential ba
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +42,6 @@ from pydantic import ValidationError
 from optimizer.milp import MilpError, MilpUnavailableError
 from optimizer.optimize import InvalidSystemError, optimize
 from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
-from process.flags import Flag, add_flags, add_switch, comma_list, positive_float
 from reconciler.inferno.kinds import (
     ACCELERATOR,
     CAPACITY,
@@ -55,19 +52,11 @@ from reconciler.inferno.kinds import (
     SERVER,
     SERVICE_CLASS,
 )
-from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, DEFAULT_LENGTH_QUERY, DEFAULT_WINDOW, LoadQueries
 from reconciler.inferno.loop import ClosedLoop, Measurement
 from reconciler.inferno.metrics import InfernoMetrics
-from reconciler.inferno.prometheus import DEFAULT_TIMEOUT as PROMETHEUS_TIMEOUT
-from reconciler.inferno.prometheus import PrometheusClient, PrometheusSettings
-from reconciler.inferno.remote import (
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    DEFAULT_TIMEOUT,
-    RemoteOptimizer,
-    RemoteOptimizerError,
-    RemoteSettings,
-)
+from reconciler.inferno.prometheus import PrometheusClient
+from reconciler.inferno.remote import RemoteOptimizer, RemoteOptimizerError
+from reconciler.inferno.settings import FIELD_MANAGER, InfernoSettings
 from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.runtime.conditions import (
     ConditionStatus,
@@ -84,9 +73,8 @@ from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import meta_text, metadata, without_managed_fields
 from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from reconciler.runtime.source import EventType, KeyMapper, ObjectKey
-from reconciler.settings import ENV_PREFIX
 from shared.api import inferno as api
-from shared.durations import DurationError, check_duration, parse_duration
+from shared.durations import DurationError, parse_duration
 from shared.inferno_validation import (
     InfernoIssue,
     InfernoObjectError,
@@ -98,7 +86,6 @@ from shared.inferno_validation import (
 logger = logging.getLogger(__name__)
 
 CONTROLLER_NAME: Final = "inferno"
-FIELD_MANAGER: Final = "modelbooster-inferno"
 
 CONDITION_OPTIMIZED: Final = "Optimized"
 REASON_SUCCEEDED: Final = "OptimizationSucceeded"
@@ -110,176 +97,7 @@ REASON_WRITE_FAILED: Final = "WriteFailed"
 EVENT_OPTIMIZED: Final = "Optimized"
 EVENT_MIRROR_FAILED: Final = "MirrorFailed"
 
-ENV_HOST: Final = "INFERNO_HOST"
-ENV_PORT: Final = "INFERNO_PORT"
-ENV_STATELESS: Final = "INFERNO_STATELESS"
-# strconv.ParseBool, which the reference used; anything else is an error here (the reference silently
-# turned e.g. "yes" into false, i.e. stateful).
-_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
 _T = TypeVar("_T")
-
-
-# --- settings --------------------------------------------------------------------------------------------
-
-
-class InfernoSettingsError(ValueError):
-    """A setting of the Inferno controller that cannot be used; the message names it."""
-
-
-@dataclass(frozen=True)
-class InfernoSettings:
-    enabled: bool = True
-    namespaces: tuple[str, ...] = ()  # empty: all namespaces
-    remote: RemoteSettings | None = None  # None: the optimizer runs embedded
-    workers: int = 2
-    # A run is on demand and a remote optimizer that is down stays down for a while: start retrying at
-    # half a second rather than the ModelBooster controller's 5 ms, and never wait more than 5 minutes.
-    backoff_base: float = 0.5
-    backoff_max: float = 300.0
-    field_manager: str = FIELD_MANAGER
-    write_concurrency: int = 16
-    prometheus: PrometheusSettings | None = None  # None: loads are what the Servers say
-    load_queries: LoadQueries = field(default_factory=LoadQueries)
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise InfernoSettingsError(f"inferno workers must be at least 1, got {self.workers}")
-        if self.write_concurrency < 1:
-            raise InfernoSettingsError(f"inferno write concurrency must be at least 1, got {self.write_concurrency}")
-        if not 0 < self.backoff_base <= self.backoff_max:
-            raise InfernoSettingsError(
-                f"inferno backoff needs 0 < base <= max, got {self.backoff_base} and {self.backoff_max}"
-            )
-        if any(not namespace for namespace in self.namespaces):
-            raise InfernoSettingsError("--inferno-namespaces must not contain empty names")
-
-    @property
-    def mode(self) -> str:
-        if self.remote is None:
-            return "embedded"
-        return f"remote {self.remote.mode} at {self.remote.base_url}"
-
-
-def parse_go_bool(text: str, *, name: str) -> bool:
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
-    raise InfernoSettingsError(f"{name}={text!r}: must be true or false (1, t, true, 0, f, false)")
-
-
-def remote_settings_from_env(environ: Mapping[str, str], *, timeout: float = DEFAULT_TIMEOUT) -> RemoteSettings | None:
-    """INFERNO_HOST / INFERNO_PORT select a remote optimizer (defaults localhost and 8080 for the one not
-    given); INFERNO_STATELESS, unset or empty meaning true, selects its mode. Neither set: embedded."""
-    host = environ.get(ENV_HOST, "").strip()
-    port_text = environ.get(ENV_PORT, "").strip()
-    stateless_text = environ.get(ENV_STATELESS, "").strip()
-    stateless = parse_go_bool(stateless_text, name=ENV_STATELESS) if stateless_text else True
-    if not host and not port_text:
-        return None
-    port = DEFAULT_PORT
-    if port_text:
-        try:
-            port = int(port_text)
-        except ValueError:
-            raise InfernoSettingsError(f"{ENV_PORT}={port_text!r}: not a port number") from None
-    try:
-        return RemoteSettings(host=host or DEFAULT_HOST, port=port, stateless=stateless, timeout=timeout)
-    except ValueError as error:
-        raise InfernoSettingsError(f"{ENV_HOST}/{ENV_PORT}: {error}") from None
-
-
-def _go_bool(text: str) -> bool:
-    return parse_go_bool(text.strip(), name="--inferno")
-
-
-_FLAGS: Final[dict[str, Flag]] = {
-    "--inferno-namespaces": Flag(
-        "inferno_namespaces", comma_list, None, "comma-separated namespaces of Inferno objects "
-        "(default: those of --namespaces)"
-    ),
-    "--inferno-timeout": Flag(
-        "inferno_timeout", positive_float, DEFAULT_TIMEOUT, "seconds one request to a remote optimizer may take"
-    ),
-    "--prometheus-url": Flag(
-        "prometheus_url", str, None, "Prometheus to measure targeted Servers' load from (e.g. "
-        "http://prometheus-operated.monitoring:9090); unset: loads are what the Servers say"
-    ),
-    "--prometheus-bearer-token-file": Flag(
-        "prometheus_bearer_token_file", str, None, "file whose content is sent as a bearer token, re-read on "
-        "every query (e.g. /var/run/secrets/kubernetes.io/serviceaccount/token)"
-    ),
-    "--prometheus-ca-file": Flag(
-        "prometheus_ca_file", str, None, "CA bundle that verifies an https Prometheus (default: the system's)"
-    ),
-    "--prometheus-timeout": Flag(
-        "prometheus_timeout", positive_float, PROMETHEUS_TIMEOUT, "seconds one Prometheus query may take"
-    ),
-    "--prometheus-window": Flag(
-        "prometheus_window", check_duration, DEFAULT_WINDOW, "range of the rate() in the load queries ($window)"
-    ),
-    "--prometheus-arrival-query": Flag(
-        "prometheus_arrival_query", str, DEFAULT_ARRIVAL_QUERY, "PromQL for a Server's arrival rate in requests "
-        "per minute; $namespace, $model, $server, $target and $window are filled in"
-    ),
-    "--prometheus-length-query": Flag(
-        "prometheus_length_query", str, DEFAULT_LENGTH_QUERY, "PromQL for a Server's generated tokens per "
-        "request; the same variables"
-    ),
-}
-
-
-def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
-    """`--inferno/--no-inferno`, `--inferno-namespaces`, `--inferno-timeout`, each also settable through
-    `MODELBOOSTER_RECONCILER_<FLAG>` like the reconciler's other flags. The remote optimizer is chosen by
-    the reference's own variables, INFERNO_HOST, INFERNO_PORT and INFERNO_STATELESS."""
-    env = os.environ if environ is None else environ
-    add_switch(
-        parser,
-        "--inferno",
-        dest="inferno",
-        default=True,
-        help="run the Inferno controller (Optimizer.spec.optimize -> Server desiredAlloc)",
-        prefix=ENV_PREFIX,
-        parser=parser,
-        environ=env,
-        parse=_go_bool,
-    )
-    add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=env)
-
-
-def inferno_settings_from_args(
-    args: argparse.Namespace, *, environ: Mapping[str, str] | None = None
-) -> InfernoSettings:
-    """The settings from parsed arguments (`add_inferno_arguments`) and the INFERNO_* variables."""
-    env = os.environ if environ is None else environ
-    namespaces = args.inferno_namespaces
-    if namespaces is None:
-        namespaces = tuple(getattr(args, "namespaces", ()) or ())
-    remote = remote_settings_from_env(env, timeout=args.inferno_timeout) if args.inferno else None
-    prometheus = None
-    try:
-        if args.prometheus_url:
-            prometheus = PrometheusSettings(
-                url=args.prometheus_url,
-                bearer_token_file=args.prometheus_bearer_token_file or None,
-                ca_file=args.prometheus_ca_file or None,
-                timeout=args.prometheus_timeout,
-            )
-        queries = LoadQueries(
-            arrival=args.prometheus_arrival_query, length=args.prometheus_length_query, window=args.prometheus_window
-        )
-    except ValueError as error:
-        raise InfernoSettingsError(str(error)) from None
-    return InfernoSettings(
-        enabled=bool(args.inferno),
-        namespaces=tuple(namespaces),
-        remote=remote,
-        prometheus=prometheus,
-        load_queries=queries,
-    )
 
 
 # --- running the optimizer -------------------------------------------------------------------------------

@@ -25,16 +25,16 @@ from pytest_aiohttp import AiohttpServer
 from optimizer.optimize import optimize
 from optimizer.rest import STATE, OptimizerState, make_app
 from optimizer.system import Allocation, allocation_to_resource, system_from_resources
-from reconciler.inferno.controller import (
+from reconciler.inferno.controller import register_inferno
+from reconciler.inferno.kinds import ACCELERATOR, CAPACITY, MODEL, OPTIMIZER, SERVER, SERVICE_CLASS
+from reconciler.inferno.kinds import INFERNO_INPUT_KINDS as INPUT_KINDS
+from reconciler.inferno.remote import RemoteSettings
+from reconciler.inferno.settings import (
     InfernoSettings,
     InfernoSettingsError,
     add_inferno_arguments,
     inferno_settings_from_args,
-    register_inferno,
 )
-from reconciler.inferno.kinds import ACCELERATOR, CAPACITY, MODEL, OPTIMIZER, SERVER, SERVICE_CLASS
-from reconciler.inferno.kinds import INFERNO_INPUT_KINDS as INPUT_KINDS
-from reconciler.inferno.remote import RemoteSettings
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.manager import Manager, ManagerOptions

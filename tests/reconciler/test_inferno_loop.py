@@ -30,8 +30,9 @@ from aiohttp import web
 
 from optimizer.optimize import optimize
 from optimizer.system import system_from_resources
-from reconciler.inferno.controller import InfernoSettings, register_inferno
+from reconciler.inferno.controller import register_inferno
 from reconciler.inferno.prometheus import PrometheusSettings
+from reconciler.inferno.settings import InfernoSettings
 from reconciler.modelbooster.kinds import AUTOSCALING_POLICY, MODEL_BOOSTER, MODEL_SERVING
 from reconciler.runtime.kinds import Kind
 from shared.api import inferno as api

@@ -15,7 +15,7 @@ import promql_parser as promql
 import pytest
 import yaml
 
-from reconciler.inferno.controller import add_inferno_arguments, inferno_settings_from_args
+from reconciler.inferno.settings import add_inferno_arguments, inferno_settings_from_args
 from shared.api import inferno as api
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS
 from shared.inferno_validation import parse_inferno_object, validate_inferno_objects
