@@ -10,8 +10,9 @@ change is mirrored into the optimizer). Like the reference, only spec changes co
 One run, reading everything from the informer caches:
 1. gather and validate the namespace's objects (`shared.inferno_validation`); the flags are the triggering
    Optimizer's own (the reference used whichever Optimizer was listed first);
-2. optimise: embedded (default, `optimizer.optimize` in a worker thread), or a remote optimizer when
-   `INFERNO_HOST`/`INFERNO_PORT` are set (`reconciler.inferno.remote`, stateless or stateful);
+2. optimise (`reconciler.inferno.engines`): embedded (default, `optimizer.optimize` in a worker thread), or a
+   remote optimizer when `INFERNO_HOST`/`INFERNO_PORT` are set (`reconciler.inferno.remote`, stateless or
+   stateful);
 3. write `spec.desiredAlloc` on every Server whose allocation changed (matched by `spec.name`; a Server the
    optimizer could not place gets an empty allocation, `accelerator: ""`, and is listed in the status);
 4. write the Optimizer's status: `done`, the `Optimized` condition, `lastRunTime`, `lastRunDurationSeconds`,
@@ -35,13 +36,19 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 from pydantic import ValidationError
 
-from optimizer.milp import MilpError, MilpUnavailableError
-from optimizer.optimize import InvalidSystemError, optimize
 from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
+from reconciler.inferno.engines import (
+    REASON_INVALID,
+    Answer,
+    EmbeddedEngine,
+    Engine,
+    RemoteEngine,
+    RunFailure,
+)
 from reconciler.inferno.kinds import (
     ACCELERATOR,
     CAPACITY,
@@ -55,7 +62,7 @@ from reconciler.inferno.kinds import (
 from reconciler.inferno.loop import ClosedLoop, Measurement
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient
-from reconciler.inferno.remote import RemoteOptimizer, RemoteOptimizerError
+from reconciler.inferno.remote import RemoteOptimizer
 from reconciler.inferno.settings import FIELD_MANAGER, InfernoSettings
 from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.runtime.conditions import (
@@ -89,92 +96,11 @@ CONTROLLER_NAME: Final = "inferno"
 
 CONDITION_OPTIMIZED: Final = "Optimized"
 REASON_SUCCEEDED: Final = "OptimizationSucceeded"
-REASON_INVALID: Final = "InvalidInput"
-REASON_UNAVAILABLE: Final = "OptimizerUnavailable"
-REASON_FAILED: Final = "OptimizationFailed"
-REASON_SOLVER_UNAVAILABLE: Final = "SolverUnavailable"
 REASON_WRITE_FAILED: Final = "WriteFailed"
 EVENT_OPTIMIZED: Final = "Optimized"
 EVENT_MIRROR_FAILED: Final = "MirrorFailed"
 
 _T = TypeVar("_T")
-
-
-# --- running the optimizer -------------------------------------------------------------------------------
-
-
-class RunFailure(Exception):
-    """A run that did not produce a result; `reason` is the condition reason, `retryable` whether the same
-    input may succeed later."""
-
-    def __init__(self, reason: str, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.retryable = retryable
-
-
-@dataclass(frozen=True)
-class Answer:
-    allocations: dict[str, Allocation]  # server name -> allocation; a server absent here is unallocated
-    how: str  # for messages: "embedded greedy", "remote stateless", ...
-
-
-class Backend(Protocol):
-    @property
-    def mirrors(self) -> bool:
-        """Whether every input change must be pushed to the optimizer (stateful remote mode)."""
-
-    async def run(self, system: System) -> Answer: ...
-
-    async def mirror(self, system: System) -> None: ...
-
-
-class EmbeddedBackend:
-    mirrors = False
-
-    async def run(self, system: System) -> Answer:
-        try:
-            # CPU-bound (≈0.5 ms per server and accelerator): off the event loop, so watches, probes and the
-            # Lease keep going during a large run.
-            solution = await asyncio.to_thread(optimize, system)
-        except InvalidSystemError as error:
-            raise RunFailure(REASON_INVALID, f"invalid system: {error}", retryable=False) from None
-        except MilpUnavailableError as error:
-            raise RunFailure(REASON_SOLVER_UNAVAILABLE, str(error), retryable=False) from None
-        except MilpError as error:
-            raise RunFailure(REASON_FAILED, f"optimization error: {error}", retryable=False) from None
-        return Answer(allocations=solution.desired(), how=f"embedded {solution.solver}")
-
-    async def mirror(self, system: System) -> None:
-        return None
-
-
-class RemoteBackend:
-    def __init__(self, remote: RemoteOptimizer) -> None:
-        self.remote = remote
-
-    @property
-    def mirrors(self) -> bool:
-        return not self.remote.settings.stateless
-
-    async def run(self, system: System) -> Answer:
-        how = f"remote {self.remote.settings.mode}"
-        try:
-            if self.remote.settings.stateless:
-                allocations = await self.remote.optimize_one(system)
-            else:
-                _, allocations = await self.remote.mirror_and_optimize(system)
-        except RemoteOptimizerError as error:
-            reason = REASON_UNAVAILABLE if error.retryable else REASON_FAILED
-            raise RunFailure(reason, error.message, retryable=error.retryable) from None
-        return Answer(allocations=allocations, how=how)
-
-    async def mirror(self, system: System) -> None:
-        try:
-            await self.remote.mirror(system)
-        except RemoteOptimizerError as error:
-            raise RunFailure(REASON_UNAVAILABLE, error.message, retryable=error.retryable) from None
 
 
 # --- event mapping ---------------------------------------------------------------------------------------
@@ -252,7 +178,7 @@ class OptimizerReconciler:
         client: KubeClient,
         informers: Mapping[Kind, Informer],
         recorder: EventRecorder,
-        backend: Backend,
+        engine: Engine,
         metrics: InfernoMetrics,
         field_manager: str = FIELD_MANAGER,
         write_concurrency: int = 16,
@@ -263,7 +189,7 @@ class OptimizerReconciler:
         self.client = client
         self.informers = informers
         self.recorder = recorder
-        self.backend = backend
+        self.engine = engine
         self.metrics = metrics
         self.field_manager = field_manager
         self._write_concurrency = write_concurrency
@@ -286,7 +212,7 @@ class OptimizerReconciler:
             await self._run(key, optimizer, scheduled=False)
             return Result() if interval is None else Result(requeue_after=self._until_next(key, interval))
         if interval is None:
-            if self.backend.mirrors:
+            if self.engine.mirrors:
                 await self._mirror(key, optimizer)
             return Result()
         last = self._last_run.get(key)
@@ -322,8 +248,8 @@ class OptimizerReconciler:
             if self.loop is not None:
                 measurements = await self.loop.measure(key.namespace)
             inputs = self._gather(key.namespace, optimizer)
-            answer = await self.backend.run(inputs.system)
-            if self.backend.mirrors:
+            answer = await self.engine.run(inputs.system)
+            if self.engine.mirrors:
                 await self._mark_active(inputs.objects)
             written = await self._write_desired(inputs, answer)
             if self.loop is not None:
@@ -384,7 +310,7 @@ class OptimizerReconciler:
             logger.info("inferno %s: not mirroring: %s", key, failure.message)
             return
         try:
-            await self.backend.mirror(inputs.system)
+            await self.engine.mirror(inputs.system)
         except RunFailure as failure:
             await self.recorder.emit(optimizer, type="Warning", reason=EVENT_MIRROR_FAILED, message=failure.message)
             if failure.retryable:
@@ -582,11 +508,11 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         kind: manager.informer(kind, namespaces=settings.namespaces, transform=without_managed_fields)
         for kind in INFERNO_KINDS
     }
-    backend: Backend
+    engine: Engine
     if settings.remote is None:
-        backend = EmbeddedBackend()
+        engine = EmbeddedEngine()
     else:
-        backend = RemoteBackend(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
+        engine = RemoteEngine(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
     recorder = EventRecorder(client, instance=manager.options.identity, metrics=manager.metrics)
     loop = ClosedLoop(
         client=client,
@@ -605,7 +531,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         client=client,
         informers=informers,
         recorder=recorder,
-        backend=backend,
+        engine=engine,
         metrics=metrics,
         field_manager=settings.field_manager,
         write_concurrency=settings.write_concurrency,
@@ -645,7 +571,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
 
     informers[OPTIMIZER].add_handler(forget)
     informers[SERVER].add_handler(forget_server)
-    mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=backend.mirrors)
+    mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=engine.mirrors)
     for kind in INFERNO_INPUT_KINDS:
         controller.watch(informers[kind], mapper)
     manager.add_controller(controller)
