@@ -7,7 +7,7 @@ metrics (reconciler.inferno.load). A Server whose load cannot be measured keeps 
 
 After the run, `actuate` publishes every Server's decision on /metrics (`inferno_desired_replicas`, for KEDA or
 an HPA) and, for Servers with `actuation: Scale`, sets the target's `/scale`: clamped to the bounds, scale-down
-stabilised (reconciler.inferno.actuation), never on missing data, never changing an accelerator, never on a
+stabilised (reconciler.inferno.stabilizer), never on missing data, never changing an accelerator, never on a
 target an AutoscalingPolicy scales or a ModelBooster without the external-replicas opt-in
 (reconciler.inferno.targets). Each Server's status says what happened (`LoadMeasured`, `ScalingActive`);
 a change of the target is a Normal `Scaled` event, a new reason not to measure or scale a Warning event.
@@ -26,10 +26,10 @@ from prometheus_client import Gauge
 from pydantic import ValidationError
 
 from optimizer.system import Allocation
-from reconciler.inferno.actuation import Stabilizers
 from reconciler.inferno.load import LoadQueries, measure_load
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
+from reconciler.inferno.stabilizer import Stabilizers
 from reconciler.inferno.targets import Scale, TargetProblem, Targets
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.conditions import ConditionStatus, WantedCondition, merge_conditions, status_differs

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from reconciler.inferno.actuation import Stabilizer
 from reconciler.inferno.controller import optimizer_interval
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, LoadQueries, LoadQueryError
 from reconciler.inferno.prometheus import PrometheusSettings, PrometheusSettingsError, QueryFailure, parse_number
 from reconciler.inferno.settings import InfernoSettingsError, add_inferno_arguments, inferno_settings_from_args
+from reconciler.inferno.stabilizer import Stabilizer
 from reconciler.inferno.targets import Bounds, _binding_targets
 from shared.api import inferno as api
 
