@@ -295,7 +295,7 @@ class OptimizerReconciler:
                 OPTIMIZER,
                 key.namespace,
                 key.name,
-                {"metadata": {"resourceVersion": _resource_version(stored)}, "spec": {"optimize": False}},
+                {"metadata": {"resourceVersion": meta_text(stored, "resourceVersion")}, "spec": {"optimize": False}},
                 field_manager=self.field_manager,
             )
             self.informers[OPTIMIZER].write_through(stored)
@@ -325,7 +325,7 @@ class OptimizerReconciler:
         objects: list[tuple[Kind, dict[str, Any]]] = []
         raw_servers: dict[str, dict[str, Any]] = {}
         for kind in INFERNO_INPUT_KINDS:
-            for obj in sorted(self.informers[kind].objects(namespace), key=_name):
+            for obj in sorted(self.informers[kind].objects(namespace), key=lambda obj: meta_text(obj, "name")):
                 try:
                     typed = parse_inferno_object(_without_status(obj))
                 except InfernoObjectError as error:
@@ -339,7 +339,8 @@ class OptimizerReconciler:
         try:
             flags = api.Optimizer.model_validate(_without_status(optimizer)).spec.data.optimizer
         except ValidationError as error:
-            issues.extend(issues_from_validation_error(kind=api.KIND_OPTIMIZER, name=_name(optimizer), error=error))
+            name = meta_text(optimizer, "name")
+            issues.extend(issues_from_validation_error(kind=api.KIND_OPTIMIZER, name=name, error=error))
         if issues:
             raise RunFailure(REASON_INVALID, "; ".join(str(issue) for issue in issues), retryable=False)
         report = validate_inferno_objects(
@@ -389,11 +390,10 @@ class OptimizerReconciler:
         return len(pending)
 
     async def _write_one_desired(self, server: dict[str, Any], wanted: dict[str, Any]) -> None:
-        meta = metadata(server)
         stored = await self.client.patch(
             SERVER,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name")),
+            meta_text(server, "namespace"),
+            meta_text(server, "name"),
             [{"op": "add", "path": "/spec/desiredAlloc", "value": wanted}],
             patch_type=JSON_PATCH,
             field_manager=self.field_manager,
@@ -406,11 +406,10 @@ class OptimizerReconciler:
         pending = [(kind, obj) for kind, obj in objects if (obj.get("status") or {}).get("active") is not True]
 
         async def mark(kind: Kind, obj: dict[str, Any]) -> None:
-            meta = metadata(obj)
             stored = await self.client.patch(
                 kind,
-                str(meta.get("namespace") or ""),
-                str(meta.get("name")),
+                meta_text(obj, "namespace"),
+                meta_text(obj, "name"),
                 {"status": {"active": True}},
                 subresource="status",
                 field_manager=self.field_manager,
@@ -419,7 +418,7 @@ class OptimizerReconciler:
 
         results = await _bounded([mark(kind, obj) for kind, obj in pending], limit=self._write_concurrency)
         failures = [
-            f"{kind.kind} {_name(obj)}: {result}"
+            f"{kind.kind} {meta_text(obj, 'name')}: {result}"
             for (kind, obj), result in zip(pending, results, strict=True)
             if isinstance(result, ApiError)
         ]
@@ -455,14 +454,13 @@ class OptimizerReconciler:
         was read (409 Conflict otherwise, and the run is retried with what changed)."""
         if not status_differs(optimizer.get("status"), status):
             return optimizer
-        meta = metadata(optimizer)
         patch: dict[str, Any] = {"status": status}
         if precondition:
-            patch["metadata"] = {"resourceVersion": _resource_version(optimizer)}
+            patch["metadata"] = {"resourceVersion": meta_text(optimizer, "resourceVersion")}
         stored = await self.client.patch(
             OPTIMIZER,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name")),
+            meta_text(optimizer, "namespace"),
+            meta_text(optimizer, "name"),
             patch,
             subresource="status",
             field_manager=self.field_manager,
@@ -480,14 +478,6 @@ async def _bounded(calls: Sequence[Awaitable[_T]], *, limit: int) -> list[_T | B
             return await call
 
     return list(await asyncio.gather(*(one(call) for call in calls), return_exceptions=True))
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return meta_text(obj, "name")
-
-
-def _resource_version(obj: Mapping[str, Any]) -> str:
-    return meta_text(obj, "resourceVersion")
 
 
 def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:

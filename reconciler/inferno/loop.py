@@ -36,7 +36,7 @@ from reconciler.runtime.conditions import ConditionStatus, WantedCondition, merg
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
-from reconciler.runtime.objects import meta_text, metadata
+from reconciler.runtime.objects import meta_text
 from shared.api import inferno as api
 from shared.durations import parse_duration
 
@@ -200,11 +200,10 @@ class ClosedLoop:
         return measurement
 
     async def _write_current(self, obj: dict[str, Any], owned: dict[str, Any]) -> None:
-        meta = metadata(obj)
         stored = await self.client.patch(
             self.server_kind,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name")),
+            meta_text(obj, "namespace"),
+            meta_text(obj, "name"),
             {"spec": {"currentAlloc": owned}},
             field_manager=self.field_manager,
         )
@@ -379,18 +378,17 @@ class ClosedLoop:
         status.update(extra)
         if not status_differs(old_status, status):
             return
-        meta = metadata(obj)
         try:
             stored = await self.client.patch(
                 self.server_kind,
-                str(meta.get("namespace") or ""),
-                str(meta.get("name")),
+                meta_text(obj, "namespace"),
+                meta_text(obj, "name"),
                 {"status": status},
                 subresource="status",
                 field_manager=self.field_manager,
             )
         except ApiError as error:
-            logger.warning("inferno: writing the status of Server %s failed: %s", meta.get("name"), error)
+            logger.warning("inferno: writing the status of Server %s failed: %s", meta_text(obj, "name"), error)
             return
         self.servers.write_through(stored)
 

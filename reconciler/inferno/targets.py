@@ -30,7 +30,7 @@ from reconciler.inferno.kinds import (
 )
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
-from reconciler.runtime.objects import metadata
+from reconciler.runtime.objects import meta_text, metadata
 from shared import constants as c
 from shared.api.inferno import TargetRef
 from shared.errors import ValidationFailed
@@ -197,7 +197,7 @@ class Targets:
     async def _backend_bounds(
         self, booster: dict[str, Any], serving_obj: dict[str, Any], *, namespace: str, serving: str
     ) -> Bounds:
-        booster_name = str(metadata(booster).get("name"))
+        booster_name = meta_text(booster, "name")
         try:
             model = parse_modelbooster(booster)
         except (ValidationFailed, ValidationError) as error:
@@ -241,7 +241,7 @@ class Targets:
             raise TargetProblem("TargetUnavailable", f"listing AutoscalingPolicyBindings: {error}") from None
         for binding in bindings:
             if _binding_targets(binding.get("spec") or {}, serving):
-                name = metadata(binding).get("name")
+                name = meta_text(binding, "name")
                 raise TargetProblem(
                     "AutoscalerConflict",
                     f"AutoscalingPolicyBinding {name} scales ModelServing {serving}: remove it or Scale actuation",
