@@ -59,7 +59,7 @@ from reconciler.inferno.kinds import (
     SERVER,
     SERVICE_CLASS,
 )
-from reconciler.inferno.loop import ClosedLoop, Measurement
+from reconciler.inferno.loop import ClosedLoop
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient
 from reconciler.inferno.remote import RemoteOptimizer
@@ -180,11 +180,11 @@ class OptimizerReconciler:
         recorder: EventRecorder,
         engine: Engine,
         metrics: InfernoMetrics,
+        loop: ClosedLoop,
         field_manager: str = FIELD_MANAGER,
         write_concurrency: int = 16,
         now: Callable[[], str] = rfc3339_now,
         clock: Callable[[], float] = time.monotonic,
-        loop: ClosedLoop | None = None,
     ) -> None:
         self.client = client
         self.informers = informers
@@ -242,20 +242,16 @@ class OptimizerReconciler:
     async def _run_locked(self, key: ObjectKey, optimizer: dict[str, Any], *, scheduled: bool) -> None:
         started_at = self._now()
         started = self._clock()
-        measurements: dict[str, Measurement] = {}
-        stale: list[str] = []
         try:
-            if self.loop is not None:
-                measurements = await self.loop.measure(key.namespace)
+            measurements = await self.loop.measure(key.namespace)
             inputs = self._gather(key.namespace, optimizer)
             answer = await self.engine.run(inputs.system)
             if self.engine.mirrors:
                 await self._mark_active(inputs.objects)
             written = await self._write_desired(inputs, answer)
-            if self.loop is not None:
-                stale = await self.loop.actuate(
-                    key.namespace, servers=inputs.servers, allocations=answer.allocations, measurements=measurements
-                )
+            stale = await self.loop.actuate(
+                key.namespace, servers=inputs.servers, allocations=answer.allocations, measurements=measurements
+            )
         except RunFailure as failure:
             await self._report_failure(optimizer, failure)
             self.metrics.optimizations.labels("invalid" if failure.reason == REASON_INVALID else "error").inc()
