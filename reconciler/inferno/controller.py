@@ -63,7 +63,13 @@ from reconciler.inferno.loop import ClosedLoop
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient
 from reconciler.inferno.remote import RemoteOptimizer
-from reconciler.inferno.settings import FIELD_MANAGER, InfernoSettings
+from reconciler.inferno.settings import (
+    FIELD_MANAGER,
+    InfernoSettings,
+    add_inferno_arguments,
+    inferno_settings_from_args,
+)
+from reconciler.peer import Context, Peer
 from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.runtime.conditions import (
     ConditionStatus,
@@ -566,3 +572,16 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         settings.mode,
         "as the Servers say" if settings.prometheus is None else f"from Prometheus at {settings.prometheus.url}",
     )
+
+
+def register(context: Context, settings: InfernoSettings) -> None:
+    """The peer's `register`: the Inferno controller on the process's manager and client."""
+    register_inferno(context.manager, context.client, settings)
+
+
+PEER: Final = Peer(
+    name=CONTROLLER_NAME,
+    add_arguments=add_inferno_arguments,
+    settings_from_args=inferno_settings_from_args,
+    register=register,
+)

@@ -138,7 +138,7 @@ _FLAGS: Final[dict[str, Flag]] = {
 }
 
 
-def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
+def add_inferno_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str] | None = None) -> None:
     """`--inferno/--no-inferno`, `--inferno-namespaces`, `--inferno-timeout`, each also settable through
     `MODELBOOSTER_RECONCILER_<FLAG>` like the reconciler's other flags. The remote optimizer is chosen by
     the reference's own variables, INFERNO_HOST, INFERNO_PORT and INFERNO_STATELESS."""
@@ -157,9 +157,7 @@ def add_inferno_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[s
     add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=env)
 
 
-def inferno_settings_from_args(
-    args: argparse.Namespace, *, environ: Mapping[str, str] | None = None
-) -> InfernoSettings:
+def inferno_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> InfernoSettings:
     """The settings from parsed arguments (`add_inferno_arguments`) and the INFERNO_* variables."""
     env = os.environ if environ is None else environ
     namespaces = args.inferno_namespaces
