@@ -10,7 +10,7 @@ change is mirrored into the optimizer). Like the reference, only spec changes co
 One run, reading everything from the informer caches:
 1. gather and validate the namespace's objects (`shared.inferno_validation`); the flags are the triggering
    Optimizer's own (the reference used whichever Optimizer was listed first);
-2. optimise (`reconciler.inferno.engines`): embedded (default, `optimizer.optimize` in a worker thread), or a
+2. optimise (`reconciler.inferno.solvers`): embedded (default, `optimizer.optimize` in a worker thread), or a
    remote optimizer when `INFERNO_HOST`/`INFERNO_PORT` are set (`reconciler.inferno.remote`, stateless or
    stateful);
 3. write `spec.desiredAlloc` on every Server whose allocation changed (matched by `spec.name`; a Server the
@@ -41,14 +41,6 @@ from typing import Any, Final, TypeVar
 from pydantic import ValidationError
 
 from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
-from reconciler.inferno.engines import (
-    REASON_INVALID,
-    Answer,
-    EmbeddedEngine,
-    Engine,
-    RemoteEngine,
-    RunFailure,
-)
 from reconciler.inferno.kinds import (
     ACCELERATOR,
     CAPACITY,
@@ -68,6 +60,14 @@ from reconciler.inferno.settings import (
     InfernoSettings,
     add_inferno_arguments,
     inferno_settings_from_args,
+)
+from reconciler.inferno.solvers import (
+    REASON_INVALID,
+    Answer,
+    EmbeddedSolver,
+    RemoteSolver,
+    RunFailure,
+    Solver,
 )
 from reconciler.peer import Context, Peer
 from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
@@ -184,7 +184,7 @@ class OptimizerReconciler:
         client: KubeClient,
         informers: Mapping[Kind, Informer],
         recorder: EventRecorder,
-        engine: Engine,
+        solver: Solver,
         metrics: InfernoMetrics,
         loop: ClosedLoop,
         field_manager: str = FIELD_MANAGER,
@@ -195,7 +195,7 @@ class OptimizerReconciler:
         self.client = client
         self.informers = informers
         self.recorder = recorder
-        self.engine = engine
+        self.solver = solver
         self.metrics = metrics
         self.field_manager = field_manager
         self._write_concurrency = write_concurrency
@@ -218,7 +218,7 @@ class OptimizerReconciler:
             await self._run(key, optimizer, scheduled=False)
             return Result() if interval is None else Result(requeue_after=self._until_next(key, interval))
         if interval is None:
-            if self.engine.mirrors:
+            if self.solver.mirrors:
                 await self._mirror(key, optimizer)
             return Result()
         last = self._last_run.get(key)
@@ -251,8 +251,8 @@ class OptimizerReconciler:
         try:
             measurements = await self.loop.measure(key.namespace)
             inputs = self._gather(key.namespace, optimizer)
-            answer = await self.engine.run(inputs.system)
-            if self.engine.mirrors:
+            answer = await self.solver.run(inputs.system)
+            if self.solver.mirrors:
                 await self._mark_active(inputs.objects)
             written = await self._write_desired(inputs, answer)
             stale = await self.loop.actuate(
@@ -312,7 +312,7 @@ class OptimizerReconciler:
             logger.info("inferno %s: not mirroring: %s", key, failure.message)
             return
         try:
-            await self.engine.mirror(inputs.system)
+            await self.solver.mirror(inputs.system)
         except RunFailure as failure:
             await self.recorder.emit(optimizer, type="Warning", reason=EVENT_MIRROR_FAILED, message=failure.message)
             if failure.retryable:
@@ -500,11 +500,11 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         kind: manager.informer(kind, namespaces=settings.namespaces, transform=without_managed_fields)
         for kind in INFERNO_KINDS
     }
-    engine: Engine
+    solver: Solver
     if settings.remote is None:
-        engine = EmbeddedEngine()
+        solver = EmbeddedSolver()
     else:
-        engine = RemoteEngine(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
+        solver = RemoteSolver(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
     recorder = EventRecorder(client, instance=manager.options.identity, metrics=manager.metrics)
     loop = ClosedLoop(
         client=client,
@@ -523,7 +523,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         client=client,
         informers=informers,
         recorder=recorder,
-        engine=engine,
+        solver=solver,
         metrics=metrics,
         field_manager=settings.field_manager,
         write_concurrency=settings.write_concurrency,
@@ -563,7 +563,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
 
     informers[OPTIMIZER].add_handler(forget)
     informers[SERVER].add_handler(forget_server)
-    mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=engine.mirrors)
+    mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=solver.mirrors)
     for kind in INFERNO_INPUT_KINDS:
         controller.watch(informers[kind], mapper)
     manager.add_controller(controller)

@@ -347,8 +347,8 @@ async def test_runs_of_one_namespace_never_overlap(start_loop: Any, fake: FakeAp
                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Two Optimizers with periods in one namespace: their runs take turns (each measures and scales the same
     Servers), and both keep their schedules."""
-    from reconciler.inferno.engines import Answer
-    from reconciler.inferno.engines import EmbeddedEngine as EmbeddedBackend
+    from reconciler.inferno.solvers import Answer
+    from reconciler.inferno.solvers import EmbeddedSolver as EmbeddedBackend
 
     running = 0
     most = 0

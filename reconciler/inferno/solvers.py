@@ -1,10 +1,10 @@
-"""Where an optimisation runs, for the Inferno controller (docs/design/inferno.md §8, §9): `EmbeddedEngine`
-runs `optimizer.optimize` in this process, in a worker thread; `RemoteEngine` asks an optimizer served over REST
+"""What solves an Optimizer's system, for the Inferno controller (docs/design/inferno.md §8, §9): `EmbeddedSolver`
+runs `optimizer.optimize` in this process, in a worker thread; `RemoteSolver` asks an optimizer served over REST
 (`optimizer.rest`, through `reconciler.inferno.remote`), stateless or stateful. A stateful remote optimizer holds
 the system between runs, so every input change is mirrored into it (`mirrors`).
 
-Engines, not backends (a ModelBooster's backend is something else) nor solvers (a solver is the algorithm an
-optimisation uses, greedy or MILP: `optimizer.solver`, the `SolverUnavailable` reason).
+Not "backends": a ModelBooster's backend is something else. Which algorithm solves the system inside (greedy or
+MILP: `optimizer.solver`, the `SolverUnavailable` reason) is the system's flags' choice, not a Solver's.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Answer:
     how: str  # for messages: "embedded greedy", "remote stateless", ...
 
 
-class Engine(Protocol):
+class Solver(Protocol):
     @property
     def mirrors(self) -> bool:
         """Whether every input change must be pushed to the optimizer (stateful remote mode)."""
@@ -52,7 +52,7 @@ class Engine(Protocol):
     async def mirror(self, system: System) -> None: ...
 
 
-class EmbeddedEngine:
+class EmbeddedSolver:
     mirrors = False
 
     async def run(self, system: System) -> Answer:
@@ -72,7 +72,7 @@ class EmbeddedEngine:
         return None
 
 
-class RemoteEngine:
+class RemoteSolver:
     def __init__(self, remote: RemoteOptimizer) -> None:
         self.remote = remote
 
