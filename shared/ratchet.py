@@ -11,7 +11,7 @@ objects by field name, lists declared `x-kubernetes-list-type: map` by their key
 reordering backends changes nothing), and every other list as a whole, since its items have no identity
 (a worker is compared by comparing the backend's whole `workers` list).
 
-`same_json` repeats `reconciler.runtime.foreign.same`: shared keeps its own, as the layering forbids importing the
+`same_json` repeats `reconciler.runtime.objects.json_equal`: shared keeps its own, as the layering forbids importing the
 reconciler runtime.
 """
 

@@ -45,7 +45,8 @@ def _modelbooster_schema() -> Mapping[str, Any]:
 
 
 def _last_applied(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    annotations = (obj.get("metadata") or {}).get("annotations")
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     text = annotations.get(LAST_APPLIED) if isinstance(annotations, Mapping) else None
     if not isinstance(text, str) or len(text) > MAX_LAST_APPLIED:
         return None

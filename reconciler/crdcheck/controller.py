@@ -56,7 +56,7 @@ class CrdCheck:
         *,
         expected: Mapping[str, str],
         metrics: CrdCheckMetrics,
-        recorder: EventRecorder | None,
+        recorder: EventRecorder,
         version: str,
     ) -> None:
         self.served = served
@@ -101,8 +101,6 @@ class CrdCheck:
             logger.info("CustomResourceDefinition %s is %s now", name, judgement.verdict)
 
     def _post_event(self, crd: ServedCrd, message: str) -> None:
-        if self.recorder is None:
-            return
         meta = metadata(crd.raw)
         involved = {
             "apiVersion": CRD.api_version,
@@ -121,7 +119,7 @@ def register_crd_check(
     served: CrdDiscovery,
     *,
     settings: CrdCheckSettings,
-    recorder: EventRecorder | None,
+    recorder: EventRecorder,
     version: str,
 ) -> CrdCheck:
     """Judge our CRDs on every replica from start to shutdown (the metric is every replica's)."""
