@@ -18,8 +18,7 @@ import signal
 import sys
 from collections.abc import Mapping
 
-from process.logs import configure
-from process.loop import event_loop_runner
+from process.loop import process_runner
 from reconciler.assembly import PEERS, ReconcilerSettings, connect, serve
 from reconciler.inferno.settings import InfernoSettingsError
 from reconciler.runtime.environment import SettingsError
@@ -60,10 +59,11 @@ def run(args: argparse.Namespace) -> int:
     except (SettingsError, InfernoSettingsError, ValueError) as error:
         print(f"modelbooster reconciler: {error}", file=sys.stderr)
         return 2
-    configure(level=settings.process.log_level, fmt=settings.process.log_format)
-    runner = event_loop_runner(args.event_loop)
+    process = settings.process
+    runner = process_runner(
+        "reconciler", event_loop=args.event_loop, log_level=process.log_level, log_format=process.log_format
+    )
     if runner is None:
-        print("modelbooster reconciler: --event-loop uvloop requested but uvloop is not installed", file=sys.stderr)
         return 2
     try:
         runner(_serve_until_signalled(settings))

@@ -17,8 +17,7 @@ from typing import Final
 
 from aiohttp import web
 
-from process.logs import configure
-from process.loop import event_loop_runner
+from process.loop import process_runner
 from webhook import settings as settings_module
 from webhook.app import STATE, WebhookState, make_app, make_metrics_app
 from webhook.http_log import protocol_logger
@@ -144,10 +143,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"modelbooster webhook: {error}", file=sys.stderr)
         return 2
-    configure(level=settings.log_level, fmt=settings.log_format)
-    runner = event_loop_runner(settings.event_loop)
+    runner = process_runner(
+        "webhook", event_loop=settings.event_loop, log_level=settings.log_level, log_format=settings.log_format
+    )
     if runner is None:
-        print("modelbooster webhook: --event-loop uvloop requested but uvloop is not installed", file=sys.stderr)
         return 2
     try:
         runner(serve(settings))

@@ -27,7 +27,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.controller import Controller
@@ -39,6 +39,16 @@ from reconciler.runtime.metrics import Metrics
 logger = logging.getLogger(__name__)
 
 LeaderTaskFactory = Callable[[], Coroutine[Any, Any, None]]
+
+
+class InformerOptions(TypedDict, total=False):
+    """What selects and shapes an informer's cache (the manager adds its own timings)."""
+
+    namespaces: Sequence[str]  # empty: all
+    label_selector: str | None
+    field_selector: str | None
+    transform: Transform | None
+    indexers: dict[str, IndexFunc] | None
 
 
 @dataclass
@@ -86,50 +96,29 @@ class Manager:
         self._list_gate = asyncio.Semaphore(1)
 
     # ------------------------------------------------------------------ wiring
-    def informer(
-        self,
-        kind: Kind,
-        *,
-        namespaces: Sequence[str] = (),
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        transform: Transform | None = None,
-        indexers: dict[str, IndexFunc] | None = None,
-    ) -> Informer:
+    def informer(self, kind: Kind, **options: Unpack[InformerOptions]) -> Informer:
         """The informer for `kind` with these selectors, created on first use and shared afterwards."""
-        key = (kind, tuple(namespaces), label_selector, field_selector)
+        key = (
+            kind,
+            tuple(options.get("namespaces") or ()),
+            options.get("label_selector"),
+            options.get("field_selector"),
+        )
         informer = self._informers.get(key)
         if informer is None:
-            informer = self.new_informer(
-                kind,
-                namespaces=namespaces,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                transform=transform,
-                indexers=indexers,
-            )
-            self._informers[key] = informer
+            informer = self._informers[key] = self.new_informer(kind, **options)
         return informer
 
-    def new_informer(
-        self,
-        kind: Kind,
-        *,
-        namespaces: Sequence[str] = (),
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        transform: Transform | None = None,
-        indexers: dict[str, IndexFunc] | None = None,
-    ) -> Informer:
+    def new_informer(self, kind: Kind, **options: Unpack[InformerOptions]) -> Informer:
         """An informer with the manager's settings that is not registered: run it with `start_informer`."""
         return Informer(
             self.client,
             kind,
-            namespaces=namespaces or None,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            transform=transform,
-            indexers=indexers,
+            namespaces=options.get("namespaces") or None,
+            label_selector=options.get("label_selector"),
+            field_selector=options.get("field_selector"),
+            transform=options.get("transform"),
+            indexers=options.get("indexers"),
             watch_timeout=self.options.watch_timeout,
             read_timeout=self.options.watch_read_timeout,
             metrics=self.metrics,
