@@ -79,7 +79,6 @@ from reconciler.runtime.lean import full_object
 from reconciler.runtime.namespaces import NamespaceLifecycle, namespace_transform, refused_as_terminating
 from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import is_unavailable
-from reconciler.runtime.ratelimit import default_controller_rate_limiter
 from reconciler.runtime.source import EventType, KeyMapper, ObjectKey, map_to_self
 from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import DEFAULT_GENERATION
@@ -621,12 +620,7 @@ def register_modelbooster(context: Context, settings: ModelBoosterSettings) -> R
         name=CONTROLLER_NAME,
         reconcile=reconciler.reconcile,
         workers=settings.workers,
-        rate_limiter=default_controller_rate_limiter(
-            base_delay=settings.backoff_base,
-            max_delay=settings.backoff_max,
-            qps=settings.retry_qps,
-            burst=settings.retry_burst,
-        ),
+        rate_limiter=settings.rate_limiter(),
         metrics=manager.metrics,
     )
     controller.watch(boosters, map_to_self, primary=True)

@@ -24,6 +24,7 @@ from process.flags import Flag, add_flags, positive_float, positive_int
 from reconciler.modelbooster.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE, SynthesisSettings
 from reconciler.runtime.environment import SettingsError
 from reconciler.runtime.informer import Informer
+from reconciler.runtime.ratelimit import RateLimiter, default_controller_rate_limiter
 from reconciler.runtime.source import EventType, KeyMapper, Sink
 from reconciler.settings import ENV_PREFIX
 
@@ -52,6 +53,12 @@ class ModelBoosterSettings:
 
     def synthesis(self) -> SynthesisSettings:
         return SynthesisSettings(runtime_image=self.runtime_image, downloader_image=self.downloader_image)
+
+    def rate_limiter(self) -> RateLimiter:
+        """Per-key exponential backoff of failed reconciles, under an overall retry rate (controller-runtime's)."""
+        return default_controller_rate_limiter(
+            base_delay=self.backoff_base, max_delay=self.backoff_max, qps=self.retry_qps, burst=self.retry_burst
+        )
 
 
 _FLAGS: Final[dict[str, Flag]] = {
