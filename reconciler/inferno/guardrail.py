@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from reconciler.inferno.saturation import Assessment
+from reconciler.inferno.stabilizer import Stabilizer
 
 DEFAULT_HEADROOM: Final = 0.9
 MAX_STEP_FACTOR: Final = 2  # at most double the replicas per period
@@ -54,7 +55,8 @@ def guard(
     if assessment is None:
         return Guarded(decided, None, "saturation signals unavailable; the optimiser's decision stands")
     why = assessment.explain()
-    if assessment.saturated:
+    # The signals come from the pods that run; replicas asked for and still starting count as capacity coming.
+    if assessment.pressure_at(current) >= 1.0:
         if current >= maximum:
             return Guarded(
                 max(decided, min(current, maximum)),
@@ -80,3 +82,24 @@ def guard(
                     f"scaling down to {decided} would put the pressure at {projected:.2f} ({why}); keeping {floor}",
                 )
     return Guarded(decided, None, f"not saturated ({why})")
+
+
+def control(
+    *,
+    decided: int,
+    current: int,
+    minimum: int,
+    maximum: int,
+    assessment: Assessment | None,
+    stabilizer: Stabilizer,
+    now: float,
+    headroom: float = DEFAULT_HEADROOM,
+) -> tuple[int, Guarded]:
+    """The whole law for one target and period: the decision clamped to the bounds, guarded, then stabilised
+    (a scale-down only to the highest guarded decision of the window). Returns the replicas to set and what
+    the guardrail did."""
+    clamped = min(max(decided, minimum), maximum)
+    guarded = guard(
+        decided=clamped, current=current, minimum=minimum, maximum=maximum, assessment=assessment, headroom=headroom
+    )
+    return stabilizer.recommend(now=now, desired=guarded.replicas, current=current), guarded

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from reconciler.inferno.guardrail import guard
+from reconciler.inferno.guardrail import control, guard
 from reconciler.inferno.saturation import Assessment, Signals, Thresholds, assess
+from reconciler.inferno.stabilizer import Stabilizer
 
 THRESHOLDS = Thresholds()
 
@@ -107,3 +108,28 @@ def test_no_signals_no_override() -> None:
 def test_headroom_is_checked() -> None:
     with pytest.raises(ValueError, match="headroom"):
         guard(decided=1, current=1, minimum=1, maximum=2, assessment=None, headroom=0)
+
+
+def test_replicas_still_starting_count_as_capacity_coming() -> None:
+    # 2 pods report (pressure 1.06), 3 replicas are asked for: spread over 3 the pressure is 0.71, no override.
+    starting = guard(decided=3, current=3, minimum=1, maximum=10, assessment=at(0.85, 0.0, 2))
+    assert (starting.replicas, starting.override) == (3, None)
+
+
+def test_control_clamps_guards_then_stabilises() -> None:
+    stabilizer = Stabilizer(window=300.0)
+    replicas, guarded = control(
+        decided=1, current=2, minimum=1, maximum=10, assessment=at(0.85, 0.0, 2), stabilizer=stabilizer, now=0.0
+    )
+    assert (replicas, guarded.override) == (3, "Saturated")
+    # The next period is calm and the optimiser still says 1: the guardrail's 3 holds for the window.
+    replicas, guarded = control(
+        decided=1, current=3, minimum=1, maximum=10, assessment=at(0.2, 0.0, 3), stabilizer=stabilizer, now=60.0
+    )
+    assert (replicas, guarded.override) == (3, None)
+    replicas, _ = control(
+        decided=1, current=3, minimum=1, maximum=10, assessment=at(0.2, 0.0, 3), stabilizer=stabilizer, now=400.0
+    )
+    assert replicas == 1
+    above, _ = control(decided=50, current=3, minimum=1, maximum=10, assessment=None, stabilizer=stabilizer, now=401.0)
+    assert above == 10
