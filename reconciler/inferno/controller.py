@@ -175,6 +175,8 @@ class _Inputs:
     system: System
     servers: dict[str, dict[str, Any]]  # spec.name -> the Server object as cached
     objects: list[tuple[Kind, dict[str, Any]]] = field(default_factory=list)  # every input object, for status
+    corrections: dict[str, api.ProfileCorrection] = field(default_factory=dict)  # Model name -> its setting
+    saturation: dict[str, api.SaturationSpec] = field(default_factory=dict)  # ServiceClass name -> thresholds
 
 
 class OptimizerReconciler:
@@ -251,6 +253,10 @@ class OptimizerReconciler:
         try:
             measurements = await self.loop.measure(key.namespace)
             inputs = self._gather(key.namespace, optimizer)
+            self.loop.adjust(
+                key.namespace, inputs.system, servers=inputs.servers, measurements=measurements,
+                corrections=inputs.corrections, saturation=inputs.saturation,
+            )  # fmt: skip
             answer = await self.solver.run(inputs.system)
             if self.solver.mirrors:
                 await self._mark_active(inputs.objects)
@@ -364,7 +370,16 @@ class OptimizerReconciler:
             capacities=parsed[CAPACITY],
             flags=flags,
         )
-        return _Inputs(system=system, servers=raw_servers, objects=objects)
+        return _Inputs(
+            system=system,
+            servers=raw_servers,
+            objects=objects,
+            corrections={
+                model.spec.name: model.spec.profile_correction or api.DEFAULT_PROFILE_CORRECTION
+                for model in parsed[MODEL]
+            },
+            saturation={c.spec.name: c.spec.saturation for c in parsed[SERVICE_CLASS] if c.spec.saturation is not None},
+        )
 
     # ------------------------------------------------------------------ writes
     async def _write_desired(self, inputs: _Inputs, answer: Answer) -> int:

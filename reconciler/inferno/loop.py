@@ -11,6 +11,13 @@ stabilised (reconciler.inferno.stabilizer), never on missing data, never changin
 target an AutoscalingPolicy scales or a ModelBooster without the external-replicas opt-in
 (reconciler.inferno.targets). Each Server's status says what happened (`LoadMeasured`, `ScalingActive`);
 a change of the target is a Normal `Scaled` event, a new reason not to measure or scale a Warning event.
+
+With Prometheus, each targeted Server's saturation and latency signals are read too (reconciler.inferno.signals):
+`adjust` feeds them to the online estimator and the trend term before the optimiser runs
+(reconciler.inferno.correction), and Scale passes the decision through the saturation guardrail before the
+stabiliser (reconciler.inferno.guardrail.control); an override is the condition `SaturationOverride`, a Warning
+event `SaturationOverride` when its reason changes, and `inferno_saturation_overrides_total{reason}`
+(docs/design/inferno.md §14-§16).
 """
 
 from __future__ import annotations
@@ -19,16 +26,20 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from prometheus_client import Gauge
 from pydantic import ValidationError
 
-from optimizer.system import Allocation
+from optimizer.system import Allocation, System
+from reconciler.inferno.correction import Corrections, Observed
+from reconciler.inferno.guardrail import Guarded, control
 from reconciler.inferno.load import LoadQueries, measure_load
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
+from reconciler.inferno.saturation import Assessment, Thresholds, assess, thresholds_for
+from reconciler.inferno.signals import ServerSignals, SignalQueries, measure_signals
 from reconciler.inferno.stabilizer import Stabilizers
 from reconciler.inferno.targets import Scale, TargetProblem, Targets
 from reconciler.runtime.client import ApiError, KubeClient
@@ -44,6 +55,11 @@ logger = logging.getLogger(__name__)
 
 CONDITION_LOAD_MEASURED: Final = "LoadMeasured"
 CONDITION_SCALING_ACTIVE: Final = "ScalingActive"
+CONDITION_SATURATION_OVERRIDE: Final = "SaturationOverride"
+REASON_NOT_OVERRIDDEN: Final = "NotOverridden"
+REASON_SIGNALS_UNAVAILABLE: Final = "SignalsUnavailable"
+REASON_GUARD_OFF: Final = "GuardOff"
+EVENT_SATURATION_OVERRIDE: Final = "SaturationOverride"
 REASON_MEASURED: Final = "Measured"
 REASON_REPLICAS_ONLY: Final = "ReplicasMeasured"
 REASON_METRICS_UNAVAILABLE: Final = "MetricsUnavailable"
@@ -70,6 +86,7 @@ class Measurement:
     load_ok: bool  # the load in currentAlloc is this run's (or Prometheus is not used)
     reason: str  # LoadMeasured reason
     message: str
+    signals: ServerSignals | None = None  # saturation and latency, with Prometheus
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,7 @@ class ClosedLoop:
         field_manager: str,
         prometheus: PrometheusClient | None,
         queries: LoadQueries,
+        signal_queries: SignalQueries | None = None,
         concurrency: int = 16,
         now: Callable[[], str],
         clock: Callable[[], float] = time.monotonic,
@@ -106,6 +124,11 @@ class ClosedLoop:
         self.field_manager = field_manager
         self.prometheus = prometheus
         self.queries = queries
+        self.signal_queries = signal_queries or SignalQueries(window=queries.window)
+        self.corrections = Corrections(clock=clock)
+        # Per run of a namespace: what `adjust` learnt for each Server's status, the classes' thresholds.
+        self._pieces: dict[str, dict[str, dict[str, Any]]] = {}
+        self._class_saturation: dict[str, Mapping[str, api.SaturationSpec]] = {}
         self.targets = Targets(client, field_manager=field_manager)
         self.stabilizers = Stabilizers()
         self._semaphore = asyncio.Semaphore(concurrency)
@@ -118,6 +141,7 @@ class ClosedLoop:
 
     def forget(self, namespace: str, name: str) -> None:
         self.stabilizers.forget(namespace, name)
+        self.corrections.forget(namespace, name)
 
     # ------------------------------------------------------------------ measuring
     def _targeted(self, namespace: str) -> list[_Targeted]:
@@ -192,6 +216,12 @@ class ClosedLoop:
                     REASON_MEASURED,
                     f"replicas from {kind.kind} {ref.name}; load from Prometheus over {self.queries.window}",
                 )
+        if self.prometheus is not None and measurement.load_ok:
+            signals = await measure_signals(
+                self.prometheus, self.signal_queries, namespace=namespace, model=spec.model, server=spec.name,
+                target=ref.name,
+            )  # fmt: skip
+            measurement = replace(measurement, signals=signals)
         if not _contains(existing, owned):
             try:
                 await self._write_current(one.obj, owned)
@@ -208,6 +238,32 @@ class ClosedLoop:
             field_manager=self.field_manager,
         )
         self.servers.write_through(stored)
+
+    # ------------------------------------------------------------------ correcting
+    def adjust(
+        self,
+        namespace: str,
+        system: System,
+        *,
+        servers: Mapping[str, dict[str, Any]],
+        measurements: Mapping[str, Measurement],
+        corrections: Mapping[str, api.ProfileCorrection],
+        saturation: Mapping[str, api.SaturationSpec],
+    ) -> None:
+        """Before the optimiser: learn from this period's signals and size `system` with what was learnt and
+        the trends; remember the classes' saturation thresholds for `actuate`."""
+        observed = {
+            name: Observed(
+                signals=measurement.signals,
+                replicas=measurement.scale.observed if measurement.scale is not None else 0,
+                load_ok=measurement.load_ok,
+            )
+            for name, measurement in measurements.items()
+        }
+        self._pieces[namespace] = self.corrections.adjust(
+            namespace, system, servers=servers, observed=observed, corrections=corrections
+        )
+        self._class_saturation[namespace] = saturation
 
     # ------------------------------------------------------------------ acting
     async def actuate(
@@ -296,7 +352,16 @@ class ClosedLoop:
         name = meta_text(obj, "name")
         load_status: ConditionStatus = "True" if measurement.load_ok else "False"
         wanted = [WantedCondition(CONDITION_LOAD_MEASURED, load_status, measurement.reason, measurement.message)]
-        status: dict[str, Any] = {}
+        status: dict[str, Any] = dict(self._pieces.get(namespace, {}).get(name, {}))
+        assessment = self._assess(namespace, spec, measurement)
+        if assessment is not None:
+            status["saturation"] = _saturation_status(measurement.signals, assessment)
+            self.metrics.saturation_pressure.labels(namespace, name).set(round(assessment.pressure, 3))
+            series.add((self.metrics.saturation_pressure, (namespace, name)))
+        drift = (status.get("performance") or {}).get("drift")
+        if isinstance(drift, float):
+            self.metrics.profile_drift.labels(namespace, name).set(drift)
+            series.add((self.metrics.profile_drift, (namespace, name)))
         if spec.get("actuation") == api.ACTUATION_SCALE:
             scaling = await self._scale(namespace, obj, allocation, measurement)
             wanted.append(scaling.condition)
@@ -306,7 +371,39 @@ class ClosedLoop:
                 labels = (namespace, name, scaling.condition.reason)
                 self.metrics.scale_blocked.labels(*labels).set(1)
                 series.add((self.metrics.scale_blocked, labels))
+            if scaling.guard is not None:
+                wanted.append(await self._override_condition(obj, scaling.guard))
         await self._report(obj, wanted, status)
+
+    def _assess(self, namespace: str, spec: Mapping[str, Any], measurement: Measurement) -> Assessment | None:
+        """This period's saturation of a Server's pods against its thresholds; None when blind or turned off."""
+        if measurement.signals is None or measurement.scale is None:
+            return None
+        thresholds = self._thresholds(namespace, spec)
+        if thresholds is None:
+            return None
+        return assess(measurement.signals.saturation, thresholds, replicas=measurement.scale.observed)
+
+    def _thresholds(self, namespace: str, spec: Mapping[str, Any]) -> Thresholds | None:
+        own = spec.get("saturation")
+        try:
+            server = api.SaturationSpec.model_validate(own) if isinstance(own, dict) else None
+        except ValidationError:
+            server = None  # the run's validation reports it
+        service_class = self._class_saturation.get(namespace, {}).get(str(spec.get("class") or ""))
+        return thresholds_for(server, service_class)
+
+    async def _override_condition(self, obj: dict[str, Any], guarded: Guarded) -> WantedCondition:
+        """The SaturationOverride condition; a Warning event and the metric when the guardrail overrules."""
+        if guarded.override is None:
+            reason = REASON_SIGNALS_UNAVAILABLE if "unavailable" in guarded.message else REASON_NOT_OVERRIDDEN
+            return WantedCondition(CONDITION_SATURATION_OVERRIDE, "False", reason, guarded.message)
+        self.metrics.saturation_overrides.labels(guarded.override).inc()
+        conditions = (obj.get("status") or {}).get("conditions") or ()
+        before: dict[str, Any] = next((c for c in conditions if c.get("type") == CONDITION_SATURATION_OVERRIDE), {})
+        if before.get("status") != "True" or before.get("reason") != guarded.override:
+            await self.recorder.emit(obj, type="Warning", reason=EVENT_SATURATION_OVERRIDE, message=guarded.message)
+        return WantedCondition(CONDITION_SATURATION_OVERRIDE, "True", guarded.override, guarded.message)
 
     async def _scale(
         self, namespace: str, obj: dict[str, Any], allocation: Allocation | None, measurement: Measurement
@@ -342,16 +439,28 @@ class ClosedLoop:
             )  # fmt: skip
         except TargetProblem as problem:
             return _Scaling.blocked(problem.reason, problem.message)
-        desired = bounds.clamp(allocation.num_replicas)
         window = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
         name = meta_text(obj, "name")
         stabilizer = self.stabilizers.get(namespace, name, window=window)
-        replicas = stabilizer.recommend(now=self._clock(), desired=desired, current=scale.spec_replicas)
+        thresholds = self._thresholds(namespace, spec)
+        replicas, guarded = control(
+            decided=allocation.num_replicas, current=scale.spec_replicas, minimum=bounds.minimum,
+            maximum=bounds.maximum, assessment=self._assess(namespace, spec, measurement), stabilizer=stabilizer,
+            now=self._clock(),
+        )  # fmt: skip
+        guard = guarded if thresholds is not None else None
+        if thresholds is None:
+            guarded = Guarded(guarded.replicas, None, "the saturation guard is off for this Server")
+        desired = guarded.replicas
         detail = f"decided {allocation.num_replicas}, bounds {bounds.minimum}..{bounds.maximum} of {bounds.source}"
+        if guarded.override is not None:
+            detail += f"; guardrail: {guarded.override}"
         if replicas == scale.spec_replicas:
             if replicas > desired:
-                return _Scaling.active(REASON_STABILIZING, f"{target} stays at {replicas} within the window ({detail})")
-            return _Scaling.active(REASON_AT_DECISION, f"{target} at {replicas} ({detail})")
+                return _Scaling.active(
+                    REASON_STABILIZING, f"{target} stays at {replicas} within the window ({detail})", guard=guard
+                )
+            return _Scaling.active(REASON_AT_DECISION, f"{target} at {replicas} ({detail})", guard=guard)
         try:
             await self.targets.write_scale(kind, namespace, str(ref.get("name")), replicas)
         except ApiError as error:
@@ -361,7 +470,9 @@ class ClosedLoop:
         message = f"scaled {target} from {scale.spec_replicas} to {replicas} replicas ({detail})"
         logger.info("inferno %s/%s: %s", namespace, name, message)
         await self.recorder.emit(obj, type="Normal", reason=EVENT_SCALED, message=message)
-        return _Scaling(WantedCondition(CONDITION_SCALING_ACTIVE, "True", REASON_SCALED, message), changed=True)
+        return _Scaling(
+            WantedCondition(CONDITION_SCALING_ACTIVE, "True", REASON_SCALED, message), changed=True, guard=guard
+        )
 
     async def _report(self, obj: dict[str, Any], wanted: Sequence[WantedCondition], extra: dict[str, Any]) -> None:
         """Write the Server's conditions when they changed; a new reason for not measuring or not scaling is
@@ -370,7 +481,11 @@ class ClosedLoop:
         previous = {str(c.get("type")): c for c in old_status.get("conditions") or () if isinstance(c, dict)}
         for want in wanted:
             before = previous.get(want.type) or {}
-            if want.status == "False" and (before.get("status") != "False" or before.get("reason") != want.reason):
+            if (
+                want.type in (CONDITION_LOAD_MEASURED, CONDITION_SCALING_ACTIVE)
+                and want.status == "False"
+                and (before.get("status") != "False" or before.get("reason") != want.reason)
+            ):
                 event = EVENT_LOAD_UNAVAILABLE if want.type == CONDITION_LOAD_MEASURED else EVENT_NOT_SCALED
                 await self.recorder.emit(obj, type="Warning", reason=event, message=want.message)
         conditions = merge_conditions(old_status.get("conditions"), wanted, generation=None, now=self._now())
@@ -401,15 +516,26 @@ def _contains(value: Any, part: Any) -> bool:
     return bool(value == part) and isinstance(value, bool) == isinstance(part, bool)
 
 
+def _saturation_status(signals: ServerSignals | None, assessment: Assessment) -> dict[str, Any]:
+    found = {
+        "kvCacheUsage": None if signals is None or signals.kv_cache is None else round(signals.kv_cache, 2),
+        "waiting": None if signals is None or signals.waiting is None else round(signals.waiting, 1),
+        "running": None if signals is None or signals.running is None else round(signals.running, 1),
+        "pressure": round(assessment.pressure, 2),
+    }
+    return {key: value for key, value in found.items() if value is not None}
+
+
 @dataclass(frozen=True)
 class _Scaling:
     condition: WantedCondition
     changed: bool = False
+    guard: Guarded | None = None  # what the guardrail did; None: it did not look (blocked, or turned off)
 
     @classmethod
     def blocked(cls, reason: str, message: str) -> _Scaling:
         return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "False", reason, message))
 
     @classmethod
-    def active(cls, reason: str, message: str) -> _Scaling:
-        return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "True", reason, message))
+    def active(cls, reason: str, message: str, *, guard: Guarded | None = None) -> _Scaling:
+        return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "True", reason, message), guard=guard)

@@ -13,6 +13,8 @@ from typing import Final, Literal
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 RunResult = Literal["success", "invalid", "error"]
+# reconciler.inferno.guardrail.OVERRIDES, spelled here so the metrics need no control law.
+OVERRIDE_REASONS: Final = ("Saturated", "SaturatedAtMaximum", "ScaleDownWouldSaturate")
 RUN_RESULTS: Final[tuple[RunResult, ...]] = ("success", "invalid", "error")
 
 # From a handful of servers (milliseconds) to thousands (tens of seconds, or a remote MILP's 60 s limit).
@@ -120,6 +122,30 @@ class InfernoMetrics:
         )
         for direction in ("up", "down"):
             self.scale_changes.labels(direction)
+        # The guardrail, the estimator (docs/design/inferno.md §14, §15).
+        self.saturation_overrides = Counter(
+            "inferno_saturation_overrides",
+            "Periods in which the saturation guardrail overruled the optimiser's replicas for a Server, by reason "
+            "(Saturated, SaturatedAtMaximum, ScaleDownWouldSaturate)",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in OVERRIDE_REASONS:
+            self.saturation_overrides.labels(reason)
+        self.saturation_pressure = Gauge(
+            "inferno_saturation_pressure",
+            "A targeted Server's saturation pressure at the last run: the larger of KV-cache usage and waiting "
+            "requests per replica over their thresholds (1 = saturated)",
+            ["namespace", "server"],
+            registry=registry,
+        )
+        self.profile_drift = Gauge(
+            "inferno_profile_drift",
+            "How far the measured ITL of a Server is from its typed profile's prediction at the measured batch, "
+            "(measured - predicted) / predicted",
+            ["namespace", "server"],
+            registry=registry,
+        )
         self._server_series: dict[str, set[tuple[Gauge, tuple[str, ...]]]] = {}
 
     def publish_servers(self, namespace: str, series: set[tuple[Gauge, tuple[str, ...]]]) -> None:

@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+from shared.api.inferno import SaturationSpec
+
 DEFAULT_KV_CACHE_THRESHOLD: Final = 0.8
 DEFAULT_WAITING_PER_REPLICA: Final = 5.0
 
@@ -108,4 +110,23 @@ def assess(signals: Signals, thresholds: Thresholds, *, replicas: int) -> Assess
         pressure=max(kv_ratio, waiting_ratio),
         kv_ratio=kv_ratio,
         waiting_ratio=waiting_ratio,
+    )
+
+
+def thresholds_for(server: SaturationSpec | None, service_class: SaturationSpec | None) -> Thresholds | None:
+    """The Server's thresholds, field by field its own, else its ServiceClass's, else the defaults; None when
+    either turned the guard off (the Server's word wins)."""
+    guard = next((spec.guard for spec in (server, service_class) if spec is not None and spec.guard is not None), True)
+    if not guard:
+        return None
+    kv = next(
+        (s.kv_cache_usage for s in (server, service_class) if s is not None and s.kv_cache_usage is not None), None
+    )
+    waiting = next(
+        (s.waiting_per_replica for s in (server, service_class) if s is not None and s.waiting_per_replica is not None),
+        None,
+    )
+    return Thresholds(
+        kv_cache=DEFAULT_KV_CACHE_THRESHOLD if kv is None else kv,
+        waiting_per_replica=DEFAULT_WAITING_PER_REPLICA if waiting is None else waiting,
     )

@@ -16,7 +16,10 @@ Additive to the reference, every field optional so the reference controller's ob
 the reference controller could not pass), the Optimizer status fields that record each run (conditions, time,
 duration, cost), `Optimizer.spec.interval` (runs on a schedule), and on the Server what closes the loop
 (docs/design/inferno.md §13): `targetRef` (the workload it stands for, whose replicas and load are measured),
-`actuation`, `minReplicas`/`maxReplicas`, `scaleDownStabilization`, and a status with conditions.
+`actuation`, `minReplicas`/`maxReplicas`, `scaleDownStabilization`, and a status with conditions; and what
+guards and corrects it (docs/design/inferno.md §14-§17): `saturation` thresholds on a ServiceClass or a
+Server, `Model.spec.profileCorrection`, a Server's `trend` and `disaggregation`, and the status that reports
+them (`saturation`, `performance`, `trend`, `roles`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ DEFAULT_SCALE_DOWN_STABILIZATION: Final = "5m"
 # Runs never overlap, so a short period cannot pile runs up, but a zero one would run back to back. Periods
 # under Prometheus's scrape interval measure nothing new (docs/inferno.md).
 MIN_INTERVAL_NANOS: Final = 100_000_000
+MAX_TREND_HORIZON_NANOS: Final = 3600 * 1_000_000_000
 
 SaturationPolicy = Literal["None", "PriorityExhaustive", "PriorityRoundRobin", "RoundRobin"]
 SATURATION_POLICIES: Final[tuple[SaturationPolicy, ...]] = (
@@ -71,6 +75,14 @@ SATURATION_POLICIES: Final[tuple[SaturationPolicy, ...]] = (
 )
 
 NonEmptyName = Annotated[str, Field(min_length=1)]
+
+# What the controller does with the performance it learns for a Model (docs/design/inferno.md §15): nothing,
+# estimate and report it (the default), or also size with it.
+ProfileCorrection = Literal["Off", "Observe", "Apply"]
+PROFILE_CORRECTION_OFF: Final = "Off"
+PROFILE_CORRECTION_OBSERVE: Final = "Observe"
+PROFILE_CORRECTION_APPLY: Final = "Apply"
+DEFAULT_PROFILE_CORRECTION: Final = PROFILE_CORRECTION_OBSERVE
 
 
 class _Wire(ApiModel):
@@ -136,6 +148,12 @@ class ModelAcceleratorPerf(_Wire):
 class ModelSpec(_Wire):
     name: NonEmptyName = Field(description="model name")
     data: list[ModelAcceleratorPerf] = Field(default_factory=list, description="one entry per accelerator")
+    profile_correction: ProfileCorrection | None = Field(
+        default=None,
+        alias="profileCorrection",
+        description="Observe (default): learn alpha/beta per accelerator from measured latency and report it in "
+        "the Servers' status; Apply: also size with what was learnt (the data above is the prior); Off: neither",
+    )
 
     @model_validator(mode="after")
     def _one_entry_per_accelerator(self) -> ModelSpec:
@@ -165,6 +183,21 @@ class ModelSLO(_Wire):
     slo_tps: float | None = Field(default=None, alias="slo-tps", gt=0, description="throughput, tokens/s")
 
 
+class SaturationSpec(_Wire):
+    """When a Server's replicas count as saturated (docs/design/inferno.md §14); absent values: the ServiceClass's,
+    else the defaults (0.8, 5)."""
+
+    guard: bool | None = Field(
+        default=None, description="false: never overrule the optimiser on saturation (default true)"
+    )
+    kv_cache_usage: float | None = Field(
+        default=None, alias="kvCacheUsage", gt=0, le=1, description="mean KV-cache usage over the pods, 0..1"
+    )
+    waiting_per_replica: float | None = Field(
+        default=None, alias="waitingPerReplica", gt=0, description="requests waiting per replica"
+    )
+
+
 class ServiceClassSpec(_Wire):
     name: NonEmptyName = Field(description="class name, e.g. Premium")
     priority: int = Field(
@@ -174,6 +207,9 @@ class ServiceClassSpec(_Wire):
         description="1 is the highest priority, 100 the lowest",
     )
     data: list[ModelSLO] = Field(default_factory=list, description="SLO targets per model")
+    saturation: SaturationSpec | None = Field(
+        default=None, description="saturation thresholds for the class's Servers (each Server may override)"
+    )
 
     @model_validator(mode="after")
     def _one_target_per_model(self) -> ServiceClassSpec:
@@ -235,6 +271,42 @@ class TargetRef(_Wire):
     )
 
 
+class TrendSpec(_Wire):
+    """Size for the arrival rate `horizon` ahead when it is rising (docs/design/inferno.md §16)."""
+
+    horizon: GoDuration = Field(description="how far ahead to size, e.g. 2m (a replica's start-up time)")
+
+    @model_validator(mode="after")
+    def _horizon_is_sane(self) -> TrendSpec:
+        nanos = parse_duration(self.horizon)
+        if nanos <= 0 or nanos > MAX_TREND_HORIZON_NANOS:
+            raise ValueError(f"horizon {self.horizon!r} must be > 0 and at most 1h")
+        return self
+
+
+class DisaggregationSpec(_Wire):
+    """A Server whose target is a disaggregated (prefill/decode) backend: both roles are scaled, apart, with
+    prefill replicas per decode replica kept within [minRatio, maxRatio] (docs/design/inferno.md §17)."""
+
+    min_ratio: float | None = Field(default=None, alias="minRatio", ge=0, description="default 0.1")
+    max_ratio: float | None = Field(default=None, alias="maxRatio", gt=0, description="default 10")
+    prefill_tokens_per_second: float | None = Field(
+        default=None,
+        alias="prefillTokensPerSecond",
+        gt=0,
+        description="prompt tokens per second one prefill replica takes; without it the ratio is learnt from the "
+        "prefill pods' saturation",
+    )
+
+    @model_validator(mode="after")
+    def _ratio_in_order(self) -> DisaggregationSpec:
+        low = 0.1 if self.min_ratio is None else self.min_ratio
+        high = 10.0 if self.max_ratio is None else self.max_ratio
+        if low > high:
+            raise ValueError(f"minRatio ({low:g}) must not exceed maxRatio ({high:g})")
+        return self
+
+
 class ServerSpec(_Wire):
     name: NonEmptyName = Field(description="server name; the key of the optimizer's solution")
     class_name: NonEmptyName = Field(alias="class", description="service class name")
@@ -266,13 +338,19 @@ class ServerSpec(_Wire):
         default=None,
         alias="maxReplicas",
         ge=1,
-        description="highest replica count Scale sets on a target that is not a ModelBooster's "
-        "(required there)",
+        description="highest replica count Scale sets on a target that is not a ModelBooster's (required there)",
     )
     scale_down_stabilization: GoDuration | None = Field(
         default=None,
         alias="scaleDownStabilization",
         description="Scale lowers replicas only to the highest decision of this window (default 5m)",
+    )
+    saturation: SaturationSpec | None = Field(
+        default=None, description="saturation thresholds for this Server (default: its ServiceClass's)"
+    )
+    trend: TrendSpec | None = Field(default=None, description="size for the rising arrival rate ahead (off)")
+    disaggregation: DisaggregationSpec | None = Field(
+        default=None, description="the target is a prefill/decode backend: scale its two roles apart"
     )
 
     @model_validator(mode="after")
@@ -284,13 +362,62 @@ class ServerSpec(_Wire):
         return self
 
 
+class SaturationStatus(_Wire):
+    kv_cache_usage: float | None = Field(default=None, alias="kvCacheUsage", description="mean over pods, 0..1")
+    waiting: float | None = Field(default=None, description="requests waiting, all pods")
+    running: float | None = Field(default=None, description="requests running, all pods")
+    pressure: float | None = Field(default=None, description="the larger signal over its threshold; 1 = saturated")
+
+
+class ProfileParameters(_Wire):
+    alpha: float = Field(description="ms")
+    beta: float = Field(description="ms per batched request")
+
+
+class PerformanceStatus(_Wire):
+    """The profile the last run sized with, what was measured, and how far the typed profile is off."""
+
+    accelerator: str = Field(description="the accelerator the Server runs on")
+    in_use: Literal["profile", "estimate"] = Field(alias="inUse", description="what the last run sized with")
+    profile: ProfileParameters = Field(description="as typed in the Model")
+    estimate: ProfileParameters = Field(description="learnt online (the typed profile is its prior)")
+    observations: int = Field(ge=0, description="measurements the estimate took in")
+    rejected: int = Field(ge=0, description="measurements it refused (outliers, invalid)")
+    batch: float | None = Field(default=None, description="requests running per replica, measured")
+    measured_itl: float | None = Field(default=None, alias="measuredItl", description="mean ITL, ms")
+    measured_ttft: float | None = Field(default=None, alias="measuredTtft", description="mean TTFT, ms")
+    predicted_itl: float | None = Field(
+        default=None, alias="predictedItl", description="the typed profile's ITL at the measured batch, ms"
+    )
+    drift: float | None = Field(
+        default=None, description="(measured - predicted) / predicted ITL: how far the typed profile is off"
+    )
+
+
+class TrendStatus(_Wire):
+    measured: float = Field(description="arrival rate measured, requests/min")
+    forecast: float = Field(description="arrival rate forecast at the horizon, requests/min")
+    error: float | None = Field(default=None, description="weighted mean absolute percentage error, one step")
+
+
+class RoleStatus(_Wire):
+    name: str
+    replicas: int = Field(ge=0, description="the role's replicas after the last run")
+    need: int = Field(ge=0, description="what the role's own load asked for")
+
+
 class ServerStatus(ActiveStatus):
     conditions: list[Condition] | None = Field(
-        default=None, description="LoadMeasured and ScalingActive: what the last run measured and did"
+        default=None,
+        description="LoadMeasured, ScalingActive, SaturationGuard: what the last run measured and did",
     )
     last_scale_time: str | None = Field(
         default=None, alias="lastScaleTime", description="RFC 3339 time the controller last changed the target"
     )
+    saturation: SaturationStatus | None = None
+    performance: PerformanceStatus | None = None
+    trend: TrendStatus | None = None
+    roles: list[RoleStatus] | None = Field(default=None, description="a disaggregated target's roles")
 
 
 class Server(_Wire):

@@ -60,7 +60,8 @@ MODELS = {"a": "llama", "b": "granite"}  # backend -> the model its Server serve
 
 @dataclass
 class ScriptedPrometheus:
-    """Answers the controller's two load queries from `load[model] = (requests/min, tokens/request)`."""
+    """Answers the controller's two load queries from `load[model] = (requests/min, tokens/request)`, and the
+    signal queries with no series."""
 
     load: dict[str, tuple[float, float]] = field(default_factory=dict)
     queries: int = 0
@@ -72,8 +73,12 @@ class ScriptedPrometheus:
         query = request.query.get("query", "")
         model = re.search(r'model_name="([^"]*)"', query)
         rate, length = self.load.get(model.group(1) if model else "", (0.0, 0.0))
-        value = rate if "request_success_total" in query else length
-        result = [{"metric": {}, "value": [time.time(), repr(float(value))]}]
+        if "request_success_total" in query:
+            result = [{"metric": {}, "value": [time.time(), repr(float(rate))]}]
+        elif "request_generation_tokens" in query:
+            result = [{"metric": {}, "value": [time.time(), repr(float(length))]}]
+        else:  # saturation and latency signals: none here (the guardrail is blind, which blocks nothing)
+            result = []
         return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
 
     async def start(self) -> None:

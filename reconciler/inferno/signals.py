@@ -1,0 +1,160 @@
+"""What a targeted Server's pods report besides their load: saturation and latency (docs/design/inferno.md §14, §15).
+
+Instant queries through the bounded Prometheus client, from templates with the variables of the load queries
+(reconciler.inferno.load) plus `$role` (a disaggregated backend's `prefill` or `decode`; empty otherwise):
+- saturation (reconciler.inferno.saturation): mean KV-cache usage (either metric name), requests waiting and
+  running (totals);
+- latency, means over `$window` from vLLM's histograms: inter-token latency
+  (`vllm:time_per_output_token_seconds`) and time to first token (`vllm:time_to_first_token_seconds`), in
+  seconds, reported in ms;
+- for a disaggregated backend's prefill side, the prompt-token rate (`vllm:prompt_tokens_total`, tokens/s).
+
+Unlike the load, a missing signal blocks nothing: it is None, and what needed it (the guardrail, the
+estimator) says it is blind this period. All queries of one Server run concurrently; each answer is one
+number (the client refuses more than one series), each bounded in time and bytes by the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from string import Template
+from typing import Final
+
+from reconciler.inferno.load import MAX_QUERY_CHARS, VARIABLES, promql_string
+from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
+from reconciler.inferno.saturation import (
+    DEFAULT_KV_CACHE_QUERY,
+    DEFAULT_RUNNING_QUERY,
+    DEFAULT_WAITING_QUERY,
+    Signals,
+)
+
+SIGNAL_VARIABLES: Final = VARIABLES | {"role"}
+_SELECTOR: Final = '{namespace="$namespace",model_name="$model"}'
+DEFAULT_ITL_QUERY: Final = (
+    f"sum(rate(vllm:time_per_output_token_seconds_sum{_SELECTOR}[$window]))"
+    f" / sum(rate(vllm:time_per_output_token_seconds_count{_SELECTOR}[$window]))"
+)
+DEFAULT_TTFT_QUERY: Final = (
+    f"sum(rate(vllm:time_to_first_token_seconds_sum{_SELECTOR}[$window]))"
+    f" / sum(rate(vllm:time_to_first_token_seconds_count{_SELECTOR}[$window]))"
+)
+DEFAULT_PROMPT_QUERY: Final = f"sum(rate(vllm:prompt_tokens_total{_SELECTOR}[$window]))"
+# A disaggregated backend's pods of one role: the scrape must copy the pod's role label into `role`.
+ROLE_SELECTOR: Final = '{namespace="$namespace",model_name="$model",role="$role"}'
+
+
+class SignalQueryError(ValueError):
+    """A signal query template that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class SignalQueries:
+    kv_cache: str = DEFAULT_KV_CACHE_QUERY
+    waiting: str = DEFAULT_WAITING_QUERY
+    running: str = DEFAULT_RUNNING_QUERY
+    itl: str = DEFAULT_ITL_QUERY
+    ttft: str = DEFAULT_TTFT_QUERY
+    prompt_tokens: str = DEFAULT_PROMPT_QUERY
+    window: str = "2m"
+
+    def __post_init__(self) -> None:
+        for name in ("kv_cache", "waiting", "running", "itl", "ttft", "prompt_tokens"):
+            text = getattr(self, name)
+            template = Template(text)
+            if not template.is_valid():
+                raise SignalQueryError(f"{name} query: not a valid template (a lone $? write $$ for a literal $)")
+            unknown = set(template.get_identifiers()) - SIGNAL_VARIABLES
+            if unknown:
+                raise SignalQueryError(f"{name} query: unknown variable(s) {', '.join(sorted(unknown))}")
+            if len(text) > MAX_QUERY_CHARS:
+                raise SignalQueryError(f"{name} query: longer than {MAX_QUERY_CHARS} characters")
+
+    def for_role(self) -> SignalQueries:
+        """The same defaults narrowed to one role's pods (a query the user wrote is theirs to narrow)."""
+        defaults = SignalQueries()
+
+        def narrowed(mine: str, default: str) -> str:
+            return default.replace(_SELECTOR, ROLE_SELECTOR) if mine == default else mine
+
+        return SignalQueries(
+            kv_cache=narrowed(self.kv_cache, defaults.kv_cache),
+            waiting=narrowed(self.waiting, defaults.waiting),
+            running=narrowed(self.running, defaults.running),
+            itl=narrowed(self.itl, defaults.itl),
+            ttft=narrowed(self.ttft, defaults.ttft),
+            prompt_tokens=narrowed(self.prompt_tokens, defaults.prompt_tokens),
+            window=self.window,
+        )
+
+    def render(self, text: str, *, namespace: str, model: str, server: str, target: str, role: str = "") -> str:
+        values = {
+            "namespace": promql_string(namespace),
+            "model": promql_string(model),
+            "server": promql_string(server),
+            "target": promql_string(target),
+            "role": promql_string(role),
+            "window": self.window,
+        }
+        return Template(text).substitute(values)
+
+
+@dataclass(frozen=True)
+class ServerSignals:
+    """One period's signals of one Server (or one role of it); None where Prometheus gave no number."""
+
+    kv_cache: float | None = None
+    waiting: float | None = None
+    running: float | None = None
+    itl_ms: float | None = None
+    ttft_ms: float | None = None
+    prompt_tokens_per_second: float | None = None
+    missing: tuple[str, ...] = ()  # which, and why, for the status
+
+    @property
+    def saturation(self) -> Signals:
+        return Signals(kv_cache=self.kv_cache, waiting=self.waiting, running=self.running)
+
+
+async def measure_signals(
+    client: PrometheusClient,
+    queries: SignalQueries,
+    *,
+    namespace: str,
+    model: str,
+    server: str,
+    target: str,
+    role: str = "",
+    prompt_tokens: bool = False,
+) -> ServerSignals:
+    names = ["kv_cache", "waiting", "running", "itl", "ttft"] + (["prompt_tokens"] if prompt_tokens else [])
+    variables = {"namespace": namespace, "model": model, "server": server, "target": target, "role": role}
+    answers = await asyncio.gather(
+        *(client.query_number(queries.render(getattr(queries, name), **variables)) for name in names),
+        return_exceptions=True,
+    )
+    values: dict[str, float | None] = {}
+    missing: list[str] = []
+    for name, answer in zip(names, answers, strict=True):
+        if isinstance(answer, QueryFailure):
+            values[name] = None
+            missing.append(f"{name}: {answer.reason}")
+        elif isinstance(answer, BaseException):
+            raise answer
+        elif not math.isfinite(answer) or answer < 0:
+            values[name] = None
+            missing.append(f"{name}: negative")
+        else:
+            values[name] = answer
+    itl, ttft = values.get("itl"), values.get("ttft")
+    return ServerSignals(
+        kv_cache=values["kv_cache"],
+        waiting=values["waiting"],
+        running=values["running"],
+        itl_ms=None if itl is None else itl * 1000.0,
+        ttft_ms=None if ttft is None else ttft * 1000.0,
+        prompt_tokens_per_second=values.get("prompt_tokens"),
+        missing=tuple(missing),
+    )
