@@ -18,8 +18,8 @@ duration, cost), `Optimizer.spec.interval` (runs on a schedule), and on the Serv
 (docs/design/inferno.md §13): `targetRef` (the workload it stands for, whose replicas and load are measured),
 `actuation`, `minReplicas`/`maxReplicas`, `scaleDownStabilization`, and a status with conditions; and what
 guards and corrects it (docs/design/inferno.md §14-§17): `saturation` thresholds on a ServiceClass or a
-Server, `Model.spec.profileCorrection`, a Server's `trend` and `disaggregation`, and the status that reports
-them (`saturation`, `performance`, `trend`, `roles`).
+Server, `Model.spec.profileCorrection`, a Server's `trend`, and the status that reports them (`saturation`,
+`performance`, `trend`).
 """
 
 from __future__ import annotations
@@ -284,29 +284,6 @@ class TrendSpec(_Wire):
         return self
 
 
-class DisaggregationSpec(_Wire):
-    """A Server whose target is a disaggregated (prefill/decode) backend: both roles are scaled, apart, with
-    prefill replicas per decode replica kept within [minRatio, maxRatio] (docs/design/inferno.md §17)."""
-
-    min_ratio: float | None = Field(default=None, alias="minRatio", ge=0, description="default 0.1")
-    max_ratio: float | None = Field(default=None, alias="maxRatio", gt=0, description="default 10")
-    prefill_tokens_per_second: float | None = Field(
-        default=None,
-        alias="prefillTokensPerSecond",
-        gt=0,
-        description="prompt tokens per second one prefill replica takes; without it the ratio is learnt from the "
-        "prefill pods' saturation",
-    )
-
-    @model_validator(mode="after")
-    def _ratio_in_order(self) -> DisaggregationSpec:
-        low = 0.1 if self.min_ratio is None else self.min_ratio
-        high = 10.0 if self.max_ratio is None else self.max_ratio
-        if low > high:
-            raise ValueError(f"minRatio ({low:g}) must not exceed maxRatio ({high:g})")
-        return self
-
-
 class ServerSpec(_Wire):
     name: NonEmptyName = Field(description="server name; the key of the optimizer's solution")
     class_name: NonEmptyName = Field(alias="class", description="service class name")
@@ -349,9 +326,6 @@ class ServerSpec(_Wire):
         default=None, description="saturation thresholds for this Server (default: its ServiceClass's)"
     )
     trend: TrendSpec | None = Field(default=None, description="size for the rising arrival rate ahead (off)")
-    disaggregation: DisaggregationSpec | None = Field(
-        default=None, description="the target is a prefill/decode backend: scale its two roles apart"
-    )
 
     @model_validator(mode="after")
     def _bounds_in_order(self) -> ServerSpec:
@@ -400,12 +374,6 @@ class TrendStatus(_Wire):
     error: float | None = Field(default=None, description="weighted mean absolute percentage error, one step")
 
 
-class RoleStatus(_Wire):
-    name: str
-    replicas: int = Field(ge=0, description="the role's replicas after the last run")
-    need: int = Field(ge=0, description="what the role's own load asked for")
-
-
 class ServerStatus(ActiveStatus):
     conditions: list[Condition] | None = Field(
         default=None,
@@ -417,7 +385,6 @@ class ServerStatus(ActiveStatus):
     saturation: SaturationStatus | None = None
     performance: PerformanceStatus | None = None
     trend: TrendStatus | None = None
-    roles: list[RoleStatus] | None = Field(default=None, description="a disaggregated target's roles")
 
 
 class Server(_Wire):
