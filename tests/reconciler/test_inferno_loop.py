@@ -64,6 +64,8 @@ class ScriptedPrometheus:
     signal queries with no series."""
 
     load: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # model -> metric name (vllm:kv_cache_usage_perc, vllm:num_requests_waiting, ...) -> value
+    signals: dict[str, dict[str, float]] = field(default_factory=dict)
     queries: int = 0
     url: str = ""
     runner: web.AppRunner | None = None
@@ -77,8 +79,10 @@ class ScriptedPrometheus:
             result = [{"metric": {}, "value": [time.time(), repr(float(rate))]}]
         elif "request_generation_tokens" in query:
             result = [{"metric": {}, "value": [time.time(), repr(float(length))]}]
-        else:  # saturation and latency signals: none here (the guardrail is blind, which blocks nothing)
-            result = []
+        else:  # saturation and latency signals: those scripted, else none (the guardrail is blind)
+            scripted = self.signals.get(model.group(1) if model else "", {})
+            found = [value for name, value in scripted.items() if name in query]
+            result = [{"metric": {}, "value": [time.time(), repr(float(found[0]))]}] if found else []
         return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
 
     async def start(self) -> None:
@@ -396,3 +400,34 @@ async def test_another_accelerator_is_recommended_not_made(start_loop: Any, fake
     message = loop.condition("b", "ScalingActive")["message"]
     assert f"recommends {decided(150)} x G2 instead of A100" in message
     assert [e["involvedObject"]["name"] for e in loop.cluster.events("NotScaled")] == ["b"]
+
+
+async def test_the_guardrail_overrules_a_saturated_decision_and_says_so(start_loop: Any) -> None:
+    """a's pods report a KV cache 95 % full (the threshold is 80 %) while the optimiser, sized from the
+    profile, is content with 2 replicas: Scale adds replicas up to the backend's maximum, and the Server says
+    why (condition, one Warning event per new reason, metric, status). Once the cache empties, the decision
+    stands again and the stabiliser brings the replicas back down."""
+    loop: Loop = await start_loop(stabilization=f"{int(WINDOW * 1000)}ms", a=60, b=60)
+    await eventually(lambda: loop.replicas("a") == decided(60), within=10)
+    waiting = {"vllm:num_requests_waiting": 0.0, "vllm:num_requests_running": 20.0}
+    loop.prometheus.signals[MODELS["a"]] = {"vllm:kv_cache_usage_perc": 0.95, **waiting}
+    await eventually(lambda: loop.replicas("a") == BOUNDS["a"][1], within=10)
+    assert loop.server("a")["spec"]["desiredAlloc"]["numReplicas"] == decided(60)  # the optimiser's word stands
+    assert loop.replicas("b") == decided(60)  # b's pods report nothing: no override there
+    await eventually(lambda: loop.condition("a", "SaturationOverride").get("reason") == "SaturatedAtMaximum")
+    assert loop.condition("a", "SaturationOverride")["status"] == "True"
+    reasons = [e["reason"] for e in loop.cluster.events("SaturationOverride") if e["involvedObject"]["name"] == "a"]
+    assert reasons == ["SaturationOverride", "SaturationOverride"]  # Saturated, then SaturatedAtMaximum
+    assert loop.reconciler.metric("inferno_saturation_overrides_total", reason="Saturated") >= 1
+    saturation = loop.server("a")["status"]["saturation"]
+    assert saturation["kvCacheUsage"] == 0.95
+    assert saturation["pressure"] == pytest.approx(0.95 / 0.8, abs=0.01)
+    assert loop.reconciler.metric("inferno_saturation_pressure", namespace=NS, server="a") == pytest.approx(
+        0.95 / 0.8, abs=0.01
+    )
+    assert loop.condition("b", "SaturationOverride")["reason"] == "SignalsUnavailable"
+
+    loop.prometheus.signals[MODELS["a"]] = {"vllm:kv_cache_usage_perc": 0.1, **waiting}
+    await eventually(lambda: loop.condition("a", "SaturationOverride").get("status") == "False")
+    assert loop.condition("a", "SaturationOverride")["reason"] == "NotOverridden"
+    await eventually(lambda: loop.replicas("a") == decided(60), within=10)
