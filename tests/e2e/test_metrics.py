@@ -36,7 +36,13 @@ EVENT_ONLY: dict[str, str] = {
     },
     **{
         name: "per targeted Server (targetRef); the e2e Servers target nothing"
-        for name in ("inferno_current_replicas", "inferno_load_stale", "inferno_scale_blocked")
+        for name in (
+            "inferno_current_replicas",
+            "inferno_load_stale",
+            "inferno_scale_blocked",
+            "inferno_saturation_pressure",
+            "inferno_profile_drift",
+        )
     },
     "inferno_load_measurement_failures_total": "counted by reason only when a measurement fails",
 }
