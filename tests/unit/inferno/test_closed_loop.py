@@ -12,11 +12,13 @@ import pytest
 from pydantic import ValidationError
 
 from reconciler.inferno.controller import optimizer_interval
+from reconciler.inferno.kinds import MODEL_SERVING
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, LoadQueries, LoadQueryError
 from reconciler.inferno.prometheus import PrometheusSettings, PrometheusSettingsError, QueryFailure, parse_number
+from reconciler.inferno.rivals import _binding
 from reconciler.inferno.settings import InfernoSettingsError, add_inferno_arguments, inferno_settings_from_args
 from reconciler.inferno.stabilizer import Stabilizer
-from reconciler.inferno.targets import Bounds, _binding_targets
+from reconciler.inferno.targets import Bounds
 from shared.api import inferno as api
 
 
@@ -146,14 +148,19 @@ def test_bounds_clamp() -> None:
 # --- bindings that scale a ModelServing ------------------------------------------------------------------
 
 
+def _names(spec: Any, serving: str) -> bool:
+    return any(s.names(MODEL_SERVING, serving) for s in _binding({"metadata": {"name": "b"}, "spec": spec}))
+
+
 def test_a_binding_names_its_target_in_either_configuration() -> None:
     homogeneous = {"scalingConfiguration": {"target": {"targetRef": {"name": "m-a"}}}}
     heterogeneous = {"optimizerConfiguration": {"params": [{"target": {"targetRef": {"kind": "ModelServing",
                                                                                         "name": "m-b"}}}]}}  # fmt: skip
-    assert _binding_targets(homogeneous, "m-a")
-    assert _binding_targets(heterogeneous, "m-b")
-    assert not _binding_targets(homogeneous, "m-b")
-    assert not _binding_targets({"scalingConfiguration": "nonsense"}, "m-a")
+    assert _names(homogeneous, "m-a")
+    assert _names(heterogeneous, "m-b")
+    assert not _names(homogeneous, "m-b")
+    assert not _names({"scalingConfiguration": "nonsense"}, "m-a")
+    assert not _names({"optimizerConfiguration": {"params": "nonsense"}}, "m-a")
 
 
 # --- API fields ------------------------------------------------------------------------------------------
