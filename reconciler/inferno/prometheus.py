@@ -91,6 +91,12 @@ class PrometheusSettings:
         """The URL for logs and messages: any `user:password@` left out."""
         return redact_userinfo(self.url)
 
+    def redact(self, text: str) -> str:
+        """`text` (an error that may quote the URL) without the URL's `user:password@`."""
+        netloc = urlsplit(self.url).netloc
+        userinfo = netloc.rpartition("@")[0]
+        return text.replace(userinfo + "@", "***@") if userinfo else text
+
 
 def redact_userinfo(url: str) -> str:
     parts = urlsplit(url)
@@ -148,7 +154,7 @@ class PrometheusClient:
         except TimeoutError:
             raise QueryFailure("timeout", f"no answer within {self.settings.timeout:g}s") from None
         except aiohttp.ClientError as error:
-            text = str(error).replace(self.settings.url, self.settings.display_url)
+            text = self.settings.redact(str(error))
             raise QueryFailure("unreachable", f"{type(error).__name__}: {_clip(text)}") from None
         return parse_number(status, body)
 

@@ -275,3 +275,33 @@ def test_a_run_replaces_its_namespaces_series_and_a_lost_leadership_withdraws_th
     assert (desired("a", "s1"), desired("a", "s2"), desired("b", "s3")) == (2, None, 2)
     metrics.withdraw_servers()
     assert (desired("a", "s1"), desired("b", "s3")) == (None, None)
+
+
+# --- credentials ------------------------------------------------------------------------------------------
+
+
+def test_credentials_are_sent_only_over_https(tmp_path: Any) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret")
+    with pytest.raises(PrometheusSettingsError, match=r"credentials \(--prometheus-bearer-token-file\) are sent only"):
+        PrometheusSettings(url="http://prometheus:9090", bearer_token_file=str(token))
+    with pytest.raises(PrometheusSettingsError, match=r"credentials \(user:password\)") as caught:
+        PrometheusSettings(url="http://admin:hunter2@prometheus:9090")
+    assert "hunter2" not in str(caught.value)
+    assert PrometheusSettings(url="https://prometheus:9090", bearer_token_file=str(token)).bearer_token_file
+
+
+def test_the_url_is_shown_without_user_and_password() -> None:
+    settings = PrometheusSettings(url="https://admin:hunter2@prometheus:9090/prom")
+    assert settings.display_url == "https://***@prometheus:9090/prom"
+    assert PrometheusSettings(url="https://prometheus:9090").display_url == "https://prometheus:9090"
+    failure = "Cannot connect to https://admin:hunter2@prometheus:9090/prom/api/v1/query"
+    assert settings.redact(failure) == "Cannot connect to https://***@prometheus:9090/prom/api/v1/query"
+
+
+def test_the_token_flag_does_not_suggest_the_reconcilers_own_token() -> None:
+    parser = argparse.ArgumentParser()
+    add_inferno_arguments(parser, environ={})
+    (action,) = [a for a in parser._actions if "--prometheus-bearer-token-file" in a.option_strings]
+    assert "serviceaccount/token" not in (action.help or "")
+    assert "never the reconciler's ServiceAccount token" in (action.help or "")
