@@ -79,11 +79,12 @@ def test_prometheus_settings_name_the_flag_at_fault(tmp_path: Any) -> None:
 # --- query templates -------------------------------------------------------------------------------------
 
 
-def test_the_default_queries_read_vllm_metrics_of_the_model_in_the_namespace() -> None:
+def test_the_default_queries_read_vllm_metrics_of_the_target_else_of_the_model_in_the_namespace() -> None:
     queries = LoadQueries()
-    rendered = queries.render(DEFAULT_ARRIVAL_QUERY, namespace="serving", model="llama", server="s", target="t")
+    rendered = queries.render(DEFAULT_ARRIVAL_QUERY, namespace="serving", model="llama", server="s", target="m-a")
     assert rendered == (
-        'sum(rate(vllm:request_success_total{namespace="serving",model_name="llama"}[2m])) * 60'
+        '(sum(rate(vllm:request_success_total{namespace="serving",modelserving="m-a",role!="prefill"}[2m]))'
+        ' or sum(rate(vllm:request_success_total{namespace="serving",model_name="llama"}[2m]))) * 60'
     )
 
 
