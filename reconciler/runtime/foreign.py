@@ -32,7 +32,7 @@ import copy
 import hashlib
 import json
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
@@ -344,8 +344,8 @@ class ToleratedFields:
 class _ChildRemovals:
     """One child's recent removals, per signature and per path; each timeline keeps at most its limit."""
 
-    by_signature: OrderedDict[Signature, deque[float]] = field(default_factory=OrderedDict)
-    by_path: OrderedDict[Path, deque[float]] = field(default_factory=OrderedDict)
+    by_signature: OrderedDict[Signature, tuple[float, ...]] = field(default_factory=OrderedDict)
+    by_path: OrderedDict[Path, tuple[float, ...]] = field(default_factory=OrderedDict)
 
     @property
     def entries(self) -> int:
@@ -400,7 +400,7 @@ class RemovalHistory:
             return set()
         now = self._clock()
 
-        def recent(times: deque[float] | None) -> int:
+        def recent(times: tuple[float, ...] | None) -> int:
             return sum(1 for t in times or () if now - t <= self._window)
 
         return {
@@ -436,19 +436,17 @@ class RemovalHistory:
             _drop_older(timelines, now - self._window)
 
 
-def _record(timelines: OrderedDict[Any, deque[float]], key: Any, now: float, *, keep: int) -> None:
-    times = timelines.pop(key, None)
-    if times is None:
-        times = deque(maxlen=max(keep, 1))
-    times.append(now)
-    timelines[key] = times  # last: the most recently removed
+def _record(timelines: OrderedDict[Any, tuple[float, ...]], key: Any, now: float, *, keep: int) -> None:
+    # A short tuple per timeline (a deque costs ~600 bytes even empty), its newest `keep` times only.
+    times = timelines.pop(key, ())
+    timelines[key] = (*times, now)[-max(keep, 1) :]  # last: the most recently removed
 
 
-def _drop_older(timelines: OrderedDict[Any, deque[float]], since: float) -> None:
+def _drop_older(timelines: OrderedDict[Any, tuple[float, ...]], since: float) -> None:
     for key in [key for key, times in timelines.items() if not times or times[-1] < since]:
         del timelines[key]
 
 
-def _keep_newest(timelines: OrderedDict[Any, deque[float]], count: int) -> None:
+def _keep_newest(timelines: OrderedDict[Any, tuple[float, ...]], count: int) -> None:
     while len(timelines) > count:
         timelines.popitem(last=False)
