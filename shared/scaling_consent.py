@@ -1,4 +1,4 @@
-"""Who may let an Inferno Server set a workload's replicas (docs/design/inferno.md §14).
+"""Who may let an Inferno Server set a workload's replicas (docs/design/inferno.md §18).
 
 `inferno.platform.ai/scaled-by: "<server>[,<server>...]"` names the Servers, in the workload's namespace,
 whose Scale actuation may set its `/scale`. It goes on the workload itself (a Deployment, a StatefulSet, a

@@ -1,4 +1,4 @@
-"""The operator's limits on Scale actuation, whatever a Server or a ModelBooster says (docs/design/inferno.md §14).
+"""The operator's limits on Scale actuation, whatever a Server or a ModelBooster says (docs/design/inferno.md §18).
 
 A Server's bounds are written by whoever may edit the Server (or, for a ModelBooster's backend, the
 ModelBooster); the operator who installs the reconciler sets limits none of them can pass (chart values ->

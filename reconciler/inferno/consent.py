@@ -1,4 +1,4 @@
-"""Whether a Server's Scale actuation may set its target, and within what bounds (docs/design/inferno.md §14).
+"""Whether a Server's Scale actuation may set its target, and within what bounds (docs/design/inferno.md §18).
 
 The reconciler may patch `/scale` of every workload it watches; a Server's author may not. So the reconciler
 acts for a Server only where someone allowed to change the target said so, never on the Server's word alone:

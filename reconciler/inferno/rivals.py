@@ -1,4 +1,4 @@
-"""Other scalers of a target, which Scale actuation keeps off (docs/design/inferno.md §14).
+"""Other scalers of a target, which Scale actuation keeps off (docs/design/inferno.md §18).
 
 Two writers of one `/scale` flip it every period, so a target another scaler drives is refused, naming it:
 - a HorizontalPodAutoscaler whose `scaleTargetRef` names the target (autoscaling/v2);

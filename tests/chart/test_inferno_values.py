@@ -1,4 +1,4 @@
-"""The chart's Inferno values reach the reconciler as its flags say (docs/inferno.md, docs/design/inferno.md §14):
+"""The chart's Inferno values reach the reconciler as its flags say (docs/inferno.md, docs/design/inferno.md §18):
 the operator's ceilings, every `--prometheus-*` flag, the token and CA mounted from Secrets where the flags point,
 no token over plain http, and the engines' PodMonitor only when asked."""
 

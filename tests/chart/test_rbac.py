@@ -60,7 +60,7 @@ def _inferno_grants(namespace: str | None, *, extra: tuple[tuple[str, str], ...]
     for resource in ("optimizers", "accelerators", "models", "serviceclasses", "servers", "capacities"):
         grants.add(Grant(INFERNO, f"{resource}/status", "patch", namespace))
     grants |= {Grant("", "events", verb, namespace) for verb in ("create", "patch")}
-    # Scale actuation (docs/design/inferno.md §13, §14): the target (its consent and its controller), its /scale,
+    # Scale actuation (docs/design/inferno.md §13, §18): the target (its consent and its controller), its /scale,
     # the ModelBooster that controls a targeted ModelServing, and the other scalers that may name it.
     targets = ((WORKLOAD, "modelservings"), *(("apps", r) for r in SCALED_APPS), *extra)
     for group, resource in targets:

@@ -1,4 +1,4 @@
-"""The confused deputy on a real kube-apiserver v1.36 with RBAC (docs/design/inferno.md §14): mallory may write
+"""The confused deputy on a real kube-apiserver v1.36 with RBAC (docs/design/inferno.md §18): mallory may write
 Inferno objects in a namespace and read its Deployments, not change them. The API server refuses her the
 Deployment's `/scale` and the consent annotation; her Server naming the Deployment, with bounds 0..50,000 and a
 load of her own, moves nothing, although the reconciler — running as the chart's ServiceAccount under the chart's

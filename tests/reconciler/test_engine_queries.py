@@ -1,5 +1,5 @@
 """The default load queries find the engines we render, whatever model name vLLM reports (reconciler/inferno/load.py,
-charts/modelbooster/templates/engine-podmonitor.yaml, docs/design/inferno.md §14).
+charts/modelbooster/templates/engine-podmonitor.yaml, docs/design/inferno.md §18).
 
 An engine is rendered from examples/backend-autoscaling.yaml, which sets no `served-model-name`: vLLM then labels
 its series `model_name="<the --model path>"`, which no Server names. Its pod is created in the fake API server as

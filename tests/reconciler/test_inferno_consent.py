@@ -1,5 +1,5 @@
 """The confused-deputy probe of the closed loop, replayed through the fake API server with the whole reconciler
-running (docs/design/inferno.md §14): a Server written by someone who may not scale a Deployment names it, with
+running (docs/design/inferno.md §18): a Server written by someone who may not scale a Deployment names it, with
 bounds 0..50,000 and a load typed by its author (no Prometheus). Nothing moves until the Deployment's owner
 consents; then the operator's ceilings bound every decision — no higher than the ceiling, no further per decision
 than the step, no lower than the floor — and once an HPA scales the Deployment too, Inferno keeps off it, saying

@@ -1,5 +1,5 @@
 """What a Server's `targetRef` resolves to, and when Scale actuation must keep off it, against the fake API server
-(reconciler/inferno/targets.py, consent.py, rivals.py; docs/design/inferno.md §13, §14): known kinds, kinds found
+(reconciler/inferno/targets.py, consent.py, rivals.py; docs/design/inferno.md §13, §18): known kinds, kinds found
 by discovery (and found later, once a negative answer expires); consent — on the target, or on the ModelBooster
 that controls a ModelServing — and the bounds that come with it; targets another controller or scaler drives
 (an HPA, a KEDA ScaledObject, an AutoscalingPolicyBinding, a Deployment owning a ReplicaSet, a second Server),

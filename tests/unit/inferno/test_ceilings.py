@@ -1,4 +1,4 @@
-"""The operator's limits on Scale actuation (reconciler/inferno/ceilings.py, docs/design/inferno.md §14): what no
+"""The operator's limits on Scale actuation (reconciler/inferno/ceilings.py, docs/design/inferno.md §18): what no
 Server or ModelBooster can pass, each named in the bounds' source when it applied."""
 
 from __future__ import annotations
