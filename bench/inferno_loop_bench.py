@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp import web  # noqa: E402
 
+from reconciler.inferno.ceilings import Ceilings  # noqa: E402
 from reconciler.inferno.controller import register_inferno  # noqa: E402
 from reconciler.inferno.prometheus import PrometheusSettings  # noqa: E402
 from reconciler.inferno.settings import InfernoSettings  # noqa: E402
@@ -49,6 +50,7 @@ from reconciler.runtime.metrics import Metrics  # noqa: E402
 from shared import constants as c  # noqa: E402
 from shared.api import inferno as api  # noqa: E402
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS  # noqa: E402
+from shared.scaling_consent import ANNOTATION_SCALED_BY  # noqa: E402
 
 NS = "bench"
 MODEL_BOOSTER = Kind(c.WORKLOAD_GROUP, c.VERSION, c.KIND_MODEL_BOOSTER, c.PLURAL_MODEL_BOOSTERS)
@@ -138,7 +140,8 @@ async def populate(client: KubeClient, *, servers: int, period: float) -> None:
     for pair in range((servers + 1) // 2):
         booster = {
             "apiVersion": MODEL_BOOSTER.api_version, "kind": MODEL_BOOSTER.kind,
-            "metadata": {"name": f"m{pair}", "namespace": NS, "annotations": {ANNOTATION_EXTERNAL_REPLICAS: "true"}},
+            "metadata": {"name": f"m{pair}", "namespace": NS, "annotations": {
+                ANNOTATION_EXTERNAL_REPLICAS: "true", ANNOTATION_SCALED_BY: f"s{2 * pair},s{2 * pair + 1}"}},
             "spec": {"backends": [_backend("a"), _backend("b")]},
         }  # fmt: skip
         stored = await client.create(MODEL_BOOSTER, booster)
@@ -235,7 +238,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await populate(setup, servers=args.servers, period=args.period)
         await setup.close()
         manager = Manager(client, options=ManagerOptions(leader_elect=False, resync_period=0), metrics=metrics)
-        settings = InfernoSettings(prometheus=PrometheusSettings(url=f"http://127.0.0.1:{port.value}"))
+        # The changing phase scales down at once (window 0 s): the operator's shortest window is lifted.
+        settings = InfernoSettings(prometheus=PrometheusSettings(url=f"http://127.0.0.1:{port.value}"),
+                                   ceilings=Ceilings(min_stabilization=0))  # fmt: skip
         register_inferno(manager, client, settings)
         task = asyncio.create_task(manager.run(stop))
         await _until(lambda: _value(metrics, "inferno_optimizations_total", result="success") >= 2)  # warm

@@ -14,6 +14,8 @@ answered is never visible.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any, Final
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
@@ -47,3 +49,87 @@ def encode_json(value: object) -> bytes:
         # A lone surrogate (a `\\ud800` escape in the object, quoted back in a denial) has no UTF-8 form:
         # escaped as `\\ud800`, it stays valid JSON text.
         return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+_WHITESPACE: Final = frozenset(" \t\n\r")
+
+
+def parse_list(body: bytes | bytearray, each: Callable[[Any], Any]) -> dict[str, Any]:
+    """A JSON object (a list page) whose `items` are decoded one at a time, each replaced by what `each` returns
+    before the next is decoded: a page of large objects is never held whole in decoded form, only its text.
+    Other members are decoded as usual; duplicate names keep the last value, as `parse_json`. Raises
+    MalformedJson. The `json` module's scanner decodes each value (pydantic-core cannot start mid-text)."""
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise MalformedJson(str(error)) from None
+    cursor = _Cursor(text)
+    result: dict[str, Any] = {}
+    try:
+        cursor.expect("{")
+        if not cursor.take("}"):
+            while True:
+                key = cursor.value()
+                if not isinstance(key, str):
+                    raise MalformedJson(f"expected a member name before character {cursor.at}")
+                cursor.expect(":")
+                if key == "items" and cursor.take("["):
+                    result[key] = cursor.items(each)
+                else:
+                    result[key] = cursor.value()
+                if not cursor.take(","):
+                    cursor.expect("}")
+                    break
+        cursor.end()
+    except RecursionError:
+        raise MalformedJson("nested too deeply") from None
+    except MalformedJson:
+        raise
+    except ValueError as error:
+        raise MalformedJson(str(error)) from None
+    return result
+
+
+class _Cursor:
+    """A position in a JSON text, stepping over whitespace and punctuation, decoding one value at a time."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.at = 0
+        self._decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+    def _skip(self) -> None:
+        while self.at < len(self.text) and self.text[self.at] in _WHITESPACE:
+            self.at += 1
+
+    def take(self, char: str) -> bool:
+        self._skip()
+        if self.at < len(self.text) and self.text[self.at] == char:
+            self.at += 1
+            return True
+        return False
+
+    def expect(self, char: str) -> None:
+        if not self.take(char):
+            raise MalformedJson(f"expected {char!r} at character {self.at}")
+
+    def value(self) -> Any:
+        self._skip()
+        decoded, self.at = self._decoder.raw_decode(self.text, self.at)
+        return decoded
+
+    def items(self, each: Callable[[Any], Any]) -> list[Any]:
+        """The rest of an array whose `[` was taken, each element through `each`."""
+        kept: list[Any] = []
+        if self.take("]"):
+            return kept
+        while True:
+            kept.append(each(self.value()))
+            if not self.take(","):
+                self.expect("]")
+                return kept
+
+    def end(self) -> None:
+        self._skip()
+        if self.at != len(self.text):
+            raise MalformedJson(f"extra data at character {self.at}")

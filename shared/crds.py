@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from shared.api import children
 from shared.api.inferno import GROUP as INFERNO_GROUP
-from shared.api.inferno import INFERNO_KINDS
+from shared.api.inferno import INFERNO_KINDS, SHORT_NAMES
 from shared.api.inferno import VERSION as INFERNO_VERSION
 from shared.api.modelbooster import ModelBooster
 from shared.constants import (
@@ -188,6 +188,7 @@ KINDS: Final[tuple[CrdKind, ...]] = (
             plural,
             model,
             version=INFERNO_VERSION,
+            short_names=SHORT_NAMES.get(kind, ()),
             categories=("inferno",),
             chart_directory=INFERNO_CRDS_DIRECTORY,
         )

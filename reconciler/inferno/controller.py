@@ -530,6 +530,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         field_manager=settings.field_manager,
         prometheus=None if settings.prometheus is None else PrometheusClient(settings.prometheus),
         queries=settings.load_queries,
+        ceilings=settings.ceilings,
         concurrency=settings.write_concurrency,
         now=rfc3339_now,
     )
@@ -585,7 +586,9 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
     logger.info(
         "inferno controller registered (%s; load %s)",
         settings.mode,
-        "as the Servers say" if settings.prometheus is None else f"from Prometheus at {settings.prometheus.url}",
+        "as the Servers say"
+        if settings.prometheus is None
+        else f"from Prometheus at {settings.prometheus.display_url}",
     )
 
 

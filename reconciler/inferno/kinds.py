@@ -1,5 +1,7 @@
 """The kinds the Inferno controller reads and writes: ours are declared once in reconciler/api/kinds.py; the
-built-in workload kinds are those a Server's `targetRef` may name without an `apiVersion` (reconciler.inferno.targets).
+built-in workload kinds are those a Server's `targetRef` may name without an `apiVersion`
+(reconciler.inferno.targets); HorizontalPodAutoscalers and KEDA's ScaledObjects are read to keep off targets
+another scaler drives (reconciler.inferno.rivals).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "AUTOSCALING_POLICY_BINDING",
     "CAPACITY",
     "DEPLOYMENT",
+    "HORIZONTAL_POD_AUTOSCALER",
     "INFERNO_INPUT_KINDS",
     "INFERNO_KINDS",
     "MODEL",
@@ -33,6 +36,7 @@ __all__ = [
     "MODEL_SERVING",
     "OPTIMIZER",
     "REPLICA_SET",
+    "SCALED_OBJECT",
     "SERVER",
     "SERVICE_CLASS",
     "STATEFUL_SET",
@@ -42,3 +46,7 @@ __all__ = [
 DEPLOYMENT: Final = Kind("apps", "v1", "Deployment", "deployments")
 STATEFUL_SET: Final = Kind("apps", "v1", "StatefulSet", "statefulsets")
 REPLICA_SET: Final = Kind("apps", "v1", "ReplicaSet", "replicasets")
+
+# Other scalers of a target, which Scale actuation keeps off (reconciler.inferno.rivals).
+HORIZONTAL_POD_AUTOSCALER: Final = Kind("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
+SCALED_OBJECT: Final = Kind("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects")

@@ -8,8 +8,15 @@ Two instant queries per Server, from templates (`string.Template`, so PromQL's b
 
 Both over `$window` (default 2m: at least four scrapes at Prometheus's usual 30 s, long enough that one slow
 batch does not swing the decision, short enough that a step in load shows within two minutes). The
-variables: `$namespace` (the Server's), `$model` (its `spec.model`, which vLLM reports as `model_name` when
-served under that name), `$server` (its `spec.name`), `$target` (its `targetRef.name`), `$window`.
+variables: `$namespace` (the Server's), `$model` (its `spec.model`), `$server` (its `spec.name`), `$target` (its
+`targetRef.name`), `$window`.
+
+Which series: vLLM labels its metrics `model_name=<served model name>`, and the served model name is the
+`--model` path unless a worker sets `served-model-name` — so for the engines we render it is rarely anything a
+Server knows. The chart's PodMonitor copies our pod labels onto the series instead: `modelserving="<model>-
+<backend>"`, the ModelServing's name, which is what a Server targeting it names. The default queries select
+on that, and fall back (`or`) to `model_name="$model"` for engines scraped some other way that serve the
+Server's model under its name.
 
 No traffic at all (a rate of 0) is a measurement: the length is then 0/0, and the last length is kept. No
 series, NaN, an error or a timeout is not: the caller keeps the Server's last load and scales nothing.
@@ -25,12 +32,26 @@ from typing import Final
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
 
 DEFAULT_WINDOW: Final = "2m"
-_SELECTOR: Final = '{namespace="$namespace",model_name="$model"}'
-DEFAULT_ARRIVAL_QUERY: Final = f"sum(rate(vllm:request_success_total{_SELECTOR}[$window])) * 60"
-DEFAULT_LENGTH_QUERY: Final = (
-    f"sum(rate(vllm:request_generation_tokens_sum{_SELECTOR}[$window]))"
-    f" / sum(rate(vllm:request_generation_tokens_count{_SELECTOR}[$window]))"
-)
+# The engines of the ModelServing a Server targets, as the chart's PodMonitor labels them (decode pods finish
+# the requests of a prefill/decode pair, so prefill pods are left out)...
+_BY_TARGET: Final = '{namespace="$namespace",modelserving="$target",role!="prefill"}'
+# ... else, scraped any other way, the engines that serve the Server's model under that name.
+_BY_MODEL: Final = '{namespace="$namespace",model_name="$model"}'
+
+
+def _arrival(selector: str) -> str:
+    return f"sum(rate(vllm:request_success_total{selector}[$window]))"
+
+
+def _length(selector: str) -> str:
+    return (
+        f"sum(rate(vllm:request_generation_tokens_sum{selector}[$window]))"
+        f" / sum(rate(vllm:request_generation_tokens_count{selector}[$window]))"
+    )
+
+
+DEFAULT_ARRIVAL_QUERY: Final = f"({_arrival(_BY_TARGET)} or {_arrival(_BY_MODEL)}) * 60"
+DEFAULT_LENGTH_QUERY: Final = f"({_length(_BY_TARGET)}) or ({_length(_BY_MODEL)})"
 VARIABLES: Final = frozenset({"namespace", "model", "server", "target", "window"})
 MAX_QUERY_CHARS: Final = 4096
 

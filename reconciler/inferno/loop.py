@@ -7,10 +7,11 @@ metrics (reconciler.inferno.load). A Server whose load cannot be measured keeps 
 
 After the run, `actuate` publishes every Server's decision on /metrics (`inferno_desired_replicas`, for KEDA or
 an HPA) and, for Servers with `actuation: Scale`, sets the target's `/scale`: clamped to the bounds, scale-down
-stabilised (reconciler.inferno.stabilizer), never on missing data, never changing an accelerator, never on a
-target an AutoscalingPolicy scales or a ModelBooster without the external-replicas opt-in
-(reconciler.inferno.targets). Each Server's status says what happened (`LoadMeasured`, `ScalingActive`);
-a change of the target is a Normal `Scaled` event, a new reason not to measure or scale a Warning event.
+stabilised (reconciler.inferno.stabilizer), within the operator's ceilings (reconciler.inferno.ceilings), never on
+missing data, never changing an accelerator, and only where someone allowed to scale the target consented and
+no other scaler drives it (reconciler.inferno.consent, reconciler.inferno.rivals). Each Server's status says
+what happened (`LoadMeasured`, `ScalingActive`); a change of the target is a Normal `Scaled` event, a new reason
+not to measure or scale a Warning event (naming who has not consented, or who else scales the target).
 
 With Prometheus, each targeted Server's saturation and latency signals are read too (reconciler.inferno.signals):
 `adjust` feeds them to the online estimator and the trend term before the optimiser runs
@@ -33,11 +34,14 @@ from prometheus_client import Gauge
 from pydantic import ValidationError
 
 from optimizer.system import Allocation, System
+from reconciler.inferno.ceilings import Ceilings
+from reconciler.inferno.consent import ScalingGate
 from reconciler.inferno.correction import Corrections, Observed
 from reconciler.inferno.guardrail import Guarded, control
 from reconciler.inferno.load import LoadQueries, measure_load
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
+from reconciler.inferno.rivals import Rivals
 from reconciler.inferno.saturation import Assessment, Thresholds, assess, thresholds_for
 from reconciler.inferno.signals import ServerSignals, SignalQueries, measure_signals
 from reconciler.inferno.stabilizer import Stabilizers
@@ -111,6 +115,7 @@ class ClosedLoop:
         field_manager: str,
         prometheus: PrometheusClient | None,
         queries: LoadQueries,
+        ceilings: Ceilings,
         signal_queries: SignalQueries | None = None,
         concurrency: int = 16,
         now: Callable[[], str],
@@ -130,6 +135,8 @@ class ClosedLoop:
         self._pieces: dict[str, dict[str, dict[str, Any]]] = {}
         self._class_saturation: dict[str, Mapping[str, api.SaturationSpec]] = {}
         self.targets = Targets(client, field_manager=field_manager)
+        self.gate = ScalingGate(self.targets, Rivals(client))
+        self.ceilings = ceilings
         self.stabilizers = Stabilizers()
         self._semaphore = asyncio.Semaphore(concurrency)
         self._now = now
@@ -157,7 +164,7 @@ class ClosedLoop:
         return found
 
     async def measure(self, namespace: str) -> dict[str, Measurement]:
-        self.targets.new_run()
+        self.gate.new_run()
         targeted = self._targeted(namespace)
         results = await asyncio.gather(*(self._measure_bounded(namespace, one) for one in targeted))
         return {one.name: result for one, result in zip(targeted, results, strict=True)}
@@ -432,18 +439,19 @@ class ClosedLoop:
                 f"{current_accelerator}; Scale never changes an accelerator: move {target} yourself",
             )
         kind, scale = measurement.kind, measurement.scale
+        name = meta_text(obj, "name")
         try:
-            bounds = await self.targets.bounds(
-                kind, namespace, str(ref.get("name")), server_min=spec.get("minReplicas"),
-                server_max=spec.get("maxReplicas"),
+            bounds = await self.gate.admit(
+                kind, namespace, str(ref.get("name")), server=name, server_min=spec.get("minReplicas"),
+                server_max=spec.get("maxReplicas"), rival_servers=self._rival_servers(namespace, name, kind, ref),
             )  # fmt: skip
         except TargetProblem as problem:
             return _Scaling.blocked(problem.reason, problem.message)
-        window = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
-        name = meta_text(obj, "name")
-        stabilizer = self.stabilizers.get(namespace, name, window=window)
+        bounds = self.ceilings.limit(bounds)
+        asked = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
+        stabilizer = self.stabilizers.get(namespace, name, window=self.ceilings.window(asked))
         thresholds = self._thresholds(namespace, spec)
-        replicas, guarded = control(
+        stabilized, guarded = control(
             decided=allocation.num_replicas, current=scale.spec_replicas, minimum=bounds.minimum,
             maximum=bounds.maximum, assessment=self._assess(namespace, spec, measurement), stabilizer=stabilizer,
             now=self._clock(),
@@ -452,9 +460,13 @@ class ClosedLoop:
         if thresholds is None:
             guarded = Guarded(guarded.replicas, None, "the saturation guard is off for this Server")
         desired = guarded.replicas
+        # The operator's ceiling on one decision's step applies last, to what the guardrail and stabiliser chose.
+        replicas = self.ceilings.step(current=scale.spec_replicas, wanted=stabilized)
         detail = f"decided {allocation.num_replicas}, bounds {bounds.minimum}..{bounds.maximum} of {bounds.source}"
         if guarded.override is not None:
             detail += f"; guardrail: {guarded.override}"
+        if replicas != stabilized:
+            detail += f"; one decision moves it by at most {abs(replicas - scale.spec_replicas)}"
         if replicas == scale.spec_replicas:
             if replicas > desired:
                 return _Scaling.active(
@@ -473,6 +485,22 @@ class ClosedLoop:
         return _Scaling(
             WantedCondition(CONDITION_SCALING_ACTIVE, "True", REASON_SCALED, message), changed=True, guard=guard
         )
+
+    def _rival_servers(self, namespace: str, name: str, kind: Kind, ref: Mapping[str, Any]) -> list[str]:
+        """The other Servers of the namespace whose Scale actuation names the same target (from the cache)."""
+        rivals = []
+        for obj in self.servers.objects(namespace):
+            spec = obj.get("spec") or {}
+            other = spec.get("targetRef") or {}
+            if meta_text(obj, "name") == name or spec.get("actuation") != api.ACTUATION_SCALE:
+                continue
+            if not isinstance(other, dict) or other.get("kind") != kind.kind or other.get("name") != ref.get("name"):
+                continue
+            api_version = other.get("apiVersion")
+            if isinstance(api_version, str) and api_version.rpartition("/")[0] != kind.group:
+                continue
+            rivals.append(meta_text(obj, "name"))
+        return rivals
 
     async def _report(self, obj: dict[str, Any], wanted: Sequence[WantedCondition], extra: dict[str, Any]) -> None:
         """Write the Server's conditions when they changed; a new reason for not measuring or not scaling is

@@ -6,7 +6,9 @@ release in 2023); we need one call, `GET /api/v1/query`, on the reconciler's aio
 time and bytes like every other read of the process.
 
 Conventions of an in-cluster client: the bearer token is read from a file on every request (a projected
-service-account token rotates), a CA file verifies an HTTPS endpoint, and a timeout bounds each query. An
+service-account token rotates), a CA file verifies an HTTPS endpoint, and a timeout bounds each query. A
+credential (a bearer token, or `user:password@` in the URL) is sent only over https, and the URL is logged
+without its `user:password@`. An
 answer is a number, or a `QueryFailure` saying why there is none (unreachable, an error status, a body too
 large, no series, NaN) — the caller keeps its last value and says so; it never acts on a missing number.
 """
@@ -20,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -62,7 +65,16 @@ class PrometheusSettings:
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
-            raise PrometheusSettingsError(f"--prometheus-url {self.url!r}: must start with http:// or https://")
+            raise PrometheusSettingsError(
+                f"--prometheus-url {self.display_url!r}: must start with http:// or https://"
+            )
+        parts = urlsplit(self.url)
+        if parts.scheme == "http" and (parts.username is not None or self.bearer_token_file is not None):
+            # Anyone on the path would read the credential; the reconciler sends none in clear text.
+            given = "--prometheus-bearer-token-file" if self.bearer_token_file is not None else "user:password"
+            raise PrometheusSettingsError(
+                f"--prometheus-url {self.display_url!r}: credentials ({given}) are sent only over https://"
+            )
         if not self.timeout > 0:
             raise PrometheusSettingsError(f"--prometheus-timeout must be > 0, got {self.timeout}")
         for flag, path in (("--prometheus-bearer-token-file", self.bearer_token_file),
@@ -73,6 +85,25 @@ class PrometheusSettings:
     @property
     def query_url(self) -> str:
         return self.url.rstrip("/") + "/api/v1/query"
+
+    @property
+    def display_url(self) -> str:
+        """The URL for logs and messages: any `user:password@` left out."""
+        return redact_userinfo(self.url)
+
+    def redact(self, text: str) -> str:
+        """`text` (an error that may quote the URL) without the URL's `user:password@`."""
+        netloc = urlsplit(self.url).netloc
+        userinfo = netloc.rpartition("@")[0]
+        return text.replace(userinfo + "@", "***@") if userinfo else text
+
+
+def redact_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
 
 
 class PrometheusClient:
@@ -123,7 +154,8 @@ class PrometheusClient:
         except TimeoutError:
             raise QueryFailure("timeout", f"no answer within {self.settings.timeout:g}s") from None
         except aiohttp.ClientError as error:
-            raise QueryFailure("unreachable", f"{type(error).__name__}: {_clip(str(error))}") from None
+            text = self.settings.redact(str(error))
+            raise QueryFailure("unreachable", f"{type(error).__name__}: {_clip(text)}") from None
         return parse_number(status, body)
 
 

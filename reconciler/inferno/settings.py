@@ -1,7 +1,8 @@
 """The Inferno controller's settings: its flags (`--inferno`, `--inferno-namespaces`, `--inferno-timeout`, the
-`--prometheus-*` of the closed loop), each also settable as `MODELBOOSTER_RECONCILER_<FLAG>` like the process's
-own (reconciler/settings.py), and the reference's variables that choose a remote optimizer (INFERNO_HOST,
-INFERNO_PORT, INFERNO_STATELESS, parsed as Go's strconv.ParseBool parses them).
+operator's ceilings on Scale actuation, the `--prometheus-*` of the closed loop), each also settable as
+`MODELBOOSTER_RECONCILER_<FLAG>` like the process's own (reconciler/settings.py), and the reference's variables
+that choose a remote optimizer (INFERNO_HOST, INFERNO_PORT, INFERNO_STATELESS, parsed as Go's strconv.ParseBool
+parses them).
 """
 
 from __future__ import annotations
@@ -12,13 +13,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from process.flags import Flag, add_flags, add_switch, comma_list, positive_float
+from process.flags import Flag, add_flags, add_switch, comma_list, parse_int, positive_float, positive_int
+from reconciler.inferno.ceilings import (
+    DEFAULT_MAX_REPLICAS,
+    DEFAULT_MAX_STEP,
+    DEFAULT_MAX_STEP_PERCENT,
+    DEFAULT_MIN_REPLICAS,
+    DEFAULT_MIN_STABILIZATION,
+    Ceilings,
+)
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, DEFAULT_LENGTH_QUERY, DEFAULT_WINDOW, LoadQueries
 from reconciler.inferno.prometheus import DEFAULT_TIMEOUT as PROMETHEUS_TIMEOUT
 from reconciler.inferno.prometheus import PrometheusSettings
 from reconciler.inferno.remote import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, RemoteSettings
 from reconciler.settings import ENV_PREFIX
-from shared.durations import check_duration
+from shared.durations import DurationError, check_duration, parse_duration
 
 FIELD_MANAGER: Final = "modelbooster-inferno"
 
@@ -49,6 +58,7 @@ class InfernoSettings:
     write_concurrency: int = 16
     prometheus: PrometheusSettings | None = None  # None: loads are what the Servers say
     load_queries: LoadQueries = field(default_factory=LoadQueries)
+    ceilings: Ceilings = field(default_factory=Ceilings)
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -102,6 +112,13 @@ def _go_bool(text: str) -> bool:
     return parse_go_bool(text.strip(), name="--inferno")
 
 
+def _non_negative_int(text: str) -> int:
+    value = parse_int(text)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
 _FLAGS: Final[dict[str, Flag]] = {
     "--inferno-namespaces": Flag(
         "inferno_namespaces", comma_list, None, "comma-separated namespaces of Inferno objects "
@@ -110,13 +127,34 @@ _FLAGS: Final[dict[str, Flag]] = {
     "--inferno-timeout": Flag(
         "inferno_timeout", positive_float, DEFAULT_TIMEOUT, "seconds one request to a remote optimizer may take"
     ),
+    "--inferno-max-replicas": Flag(
+        "inferno_max_replicas", positive_int, DEFAULT_MAX_REPLICAS, "operator ceiling: Scale actuation never "
+        "sets a target above this many replicas, whatever a Server or ModelBooster allows"
+    ),
+    "--inferno-min-replicas": Flag(
+        "inferno_min_replicas", _non_negative_int, DEFAULT_MIN_REPLICAS, "operator floor: Scale actuation never "
+        "sets a target below this many replicas (0 allows scaling to zero)"
+    ),
+    "--inferno-max-scale-step": Flag(
+        "inferno_max_scale_step", positive_int, DEFAULT_MAX_STEP, "one decision moves a target by at most "
+        "max(this, --inferno-max-scale-step-percent of its replicas)"
+    ),
+    "--inferno-max-scale-step-percent": Flag(
+        "inferno_max_scale_step_percent", _non_negative_int, DEFAULT_MAX_STEP_PERCENT, "see "
+        "--inferno-max-scale-step"
+    ),
+    "--inferno-min-stabilization": Flag(
+        "inferno_min_stabilization", check_duration, f"{int(DEFAULT_MIN_STABILIZATION)}s", "shortest scale-down "
+        "stabilisation window a Server gets (a shorter scaleDownStabilization is raised to it)"
+    ),
     "--prometheus-url": Flag(
         "prometheus_url", str, None, "Prometheus to measure targeted Servers' load from (e.g. "
         "http://prometheus-operated.monitoring:9090); unset: loads are what the Servers say"
     ),
     "--prometheus-bearer-token-file": Flag(
-        "prometheus_bearer_token_file", str, None, "file whose content is sent as a bearer token, re-read on "
-        "every query (e.g. /var/run/secrets/kubernetes.io/serviceaccount/token)"
+        "prometheus_bearer_token_file", str, None, "file whose content is sent as a bearer token (https only), "
+        "re-read on every query: a token of its own that may only query Prometheus, mounted from a Secret "
+        "(never the reconciler's ServiceAccount token, which can write workloads)"
     ),
     "--prometheus-ca-file": Flag(
         "prometheus_ca_file", str, None, "CA bundle that verifies an https Prometheus (default: the system's)"
@@ -176,6 +214,13 @@ def inferno_settings_from_args(args: argparse.Namespace, environ: Mapping[str, s
         queries = LoadQueries(
             arrival=args.prometheus_arrival_query, length=args.prometheus_length_query, window=args.prometheus_window
         )
+        ceilings = Ceilings(
+            max_replicas=args.inferno_max_replicas,
+            min_replicas=args.inferno_min_replicas,
+            max_step=args.inferno_max_scale_step,
+            max_step_percent=args.inferno_max_scale_step_percent,
+            min_stabilization=_seconds(args.inferno_min_stabilization),
+        )
     except ValueError as error:
         raise InfernoSettingsError(str(error)) from None
     return InfernoSettings(
@@ -184,4 +229,15 @@ def inferno_settings_from_args(args: argparse.Namespace, environ: Mapping[str, s
         remote=remote,
         prometheus=prometheus,
         load_queries=queries,
+        ceilings=ceilings,
     )
+
+
+def _seconds(duration: str) -> float:
+    try:
+        nanos = parse_duration(duration)
+    except DurationError as error:
+        raise InfernoSettingsError(f"--inferno-min-stabilization: {error}") from None
+    if nanos < 0:
+        raise InfernoSettingsError(f"--inferno-min-stabilization {duration!r} must not be negative")
+    return nanos / 1e9

@@ -6,6 +6,12 @@ that flickers between n and n+1 around a boundary, does not take replicas away a
 history lives in the leader's memory: a Server seen for the first time (a new leader, a new Server) counts
 its target's current replicas as a decision made now, so nothing is scaled down before a whole window of
 decisions says so.
+
+Bounded whatever the window and the period: only the decisions that can still be the window's highest are
+kept — each newer than every higher one — so the history is a strictly decreasing run of replica counts, at
+most one entry per count up to the operator's ceiling, and each decision costs O(1) amortised. (Keeping every
+decision of a user's window, up to ~292 years, held 300,000 entries and cost 10 ms per decision after 8 hours
+at the 100 ms minimum period.)
 """
 
 from __future__ import annotations
@@ -17,26 +23,42 @@ from dataclasses import dataclass, field
 @dataclass
 class Stabilizer:
     window: float  # seconds
-    _history: deque[tuple[float, int]] = field(default_factory=deque)
+    # (time, replicas), times increasing and replicas strictly decreasing: the front is the window's highest.
+    _peaks: deque[tuple[float, int]] = field(default_factory=deque)
+    _seen: bool = False
+
+    def __len__(self) -> int:
+        return len(self._peaks)
 
     def recommend(self, *, now: float, desired: int, current: int) -> int:
         """The replicas to set now: `desired` (already clamped) when it is not lower than `current`, else the
         highest decision within the window (never above `current`)."""
-        if not self._history:
-            self._history.append((now, current))
-        self._history.append((now, desired))
-        while self._history[0][0] < now - max(self.window, 0.0):  # the entry just added always stays
-            self._history.popleft()
+        if not self._seen:
+            self._seen = True
+            self._add(now, current)
+        self._add(now, desired)
+        while self._peaks[0][0] < now - max(self.window, 0.0):  # the entry just added always stays
+            self._peaks.popleft()
         if desired >= current:
             return desired
-        return min(current, max(value for _, value in self._history))
+        return min(current, self._peaks[0][1])
+
+    def _add(self, now: float, replicas: int) -> None:
+        # An older decision no higher than this one can never again be the window's highest: this one outlives it.
+        while self._peaks and self._peaks[-1][1] <= replicas:
+            self._peaks.pop()
+        self._peaks.append((now, replicas))
 
 
 class Stabilizers:
-    """One Stabilizer per Server (namespace, name); the window follows the Server's setting."""
+    """One Stabilizer per Server (namespace, name); the window follows the Server's setting. Servers are
+    forgotten when deleted, so the count follows the Servers that exist."""
 
     def __init__(self) -> None:
         self._by_server: dict[tuple[str, str], Stabilizer] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_server)
 
     def get(self, namespace: str, name: str, *, window: float) -> Stabilizer:
         key = (namespace, name)

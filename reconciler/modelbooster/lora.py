@@ -14,7 +14,11 @@ How it fits the level-based reconcile:
   (it is never deleted: the reference's partial update deleted other backends' ModelServings, Q5); otherwise
   something else changed too and the normal rollout carries the new adapters;
 - then every Running pod of the ModelServing (from the pod informer cache, never a live list) whose loaded set
-  differs from the desired one gets the unload/load calls, each with a timeout. Failures become Warning events
+  differs from the desired one gets the unload/load calls, each with a timeout. A pod is called only when the
+  ModelServing controls it — its controller reference names that ModelServing's uid, and the ModelServing is
+  controlled by this ModelBooster — and it carries this ModelBooster's uid label: labels alone anyone who may
+  create pods in the namespace can copy, and such a pod would receive the reconciler's requests. An error
+  answer is read up to 4 KiB (a pod may answer anything, of any size). Failures become Warning events
   and the reconcile is retried with backoff; successes are remembered, so a retry only redoes what failed.
   New pods (scale-up, restarts) are noticed through pod events and brought up to date the same way.
 
@@ -29,12 +33,12 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 
 from reconciler.modelbooster.kinds import MODEL_SERVING
-from reconciler.runtime.apply import Desired, child_matches
+from reconciler.runtime.apply import Desired, child_matches, controller_ref, is_controlled_by
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.kinds import POD
@@ -59,6 +63,9 @@ logger = logging.getLogger(__name__)
 
 SERVING_INDEX = "modelserving-name"
 Adapter = tuple[str, str]  # (name, artifactURL)
+# What of an engine's error answer is read: enough for its message, never its whole body.
+MAX_ERROR_BYTES: Final = 4096
+MAX_ERROR_TEXT: Final = 200
 
 
 def runtime_lora_enabled(backend: ModelBackend) -> bool:
@@ -74,15 +81,20 @@ def adapters_of(backend: ModelBackend) -> tuple[Adapter, ...]:
 
 
 def _pod_summary(pod: dict[str, Any]) -> dict[str, Any]:
-    """Pod informer transform: keep only what LoRA updates read (the cache holds every engine pod)."""
+    """Pod informer transform: keep only what LoRA updates read (the cache holds every engine pod), the controller
+    reference included (whose pod it is)."""
     meta = metadata(pod)
     status = pod.get("status") or {}
+    kept: dict[str, Any] = {
+        key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "labels") if key in meta
+    }
+    owner = controller_ref(pod)
+    if owner is not None:
+        kept["ownerReferences"] = [{key: owner[key] for key in ("kind", "name", "uid", "controller") if key in owner}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "labels") if key in meta
-        },
+        "metadata": kept,
         "status": {key: status[key] for key in ("phase", "podIP") if key in status},
     }
 
@@ -111,9 +123,10 @@ class _BackendState:
 
 @dataclass(frozen=True)
 class LoraWork:
-    key: tuple[str, str]
+    key: tuple[str, str]  # (ModelBooster uid, backend)
     namespace: str
     serving: str
+    serving_uid: str  # the live ModelServing, controlled by the ModelBooster: its pods are the ones called
     backend: str
     port: int
     cache_uri: str
@@ -175,7 +188,7 @@ class LoraUpdater:
             targets[backend.name] = frozenset(wanted)
             state = self._state.get((uid, backend.name))
             live = servings.get(namespace, serving)
-            if state is None or live is None:
+            if state is None or live is None or not is_controlled_by(live, uid):
                 continue
             if state.template != wanted:
                 previous = self._render_with(typed, backend.name, state.template, render=render, serving=serving)
@@ -190,6 +203,7 @@ class LoraUpdater:
                     key=(uid, backend.name),
                     namespace=namespace,
                     serving=serving,
+                    serving_uid=str(metadata(live).get("uid") or ""),
                     backend=backend.name,
                     port=runtime_port(backend.env),
                     cache_uri=backend.cache_uri or "",
@@ -235,11 +249,7 @@ class LoraUpdater:
             if state is None:
                 continue
             state.target = item.target
-            pods = [
-                pod
-                for pod in self.pods.by_index(SERVING_INDEX, item.serving)
-                if metadata(pod).get("namespace") == item.namespace
-            ]
+            pods = [pod for pod in self.pods.by_index(SERVING_INDEX, item.serving) if _ours(pod, item)]
             live_uids = {str(pod["metadata"].get("uid")) for pod in pods}
             for gone in [uid for uid in state.loaded if uid not in live_uids]:
                 del state.loaded[gone]
@@ -299,11 +309,41 @@ class LoraUpdater:
             ) as response:
                 if response.status in ok:
                     return None
-                text = (await response.text())[:200].strip()
+                text = (await _read_prefix(response, MAX_ERROR_BYTES)).decode("utf-8", "replace")
+                text = text[:MAX_ERROR_TEXT].strip()
                 return f"HTTP {response.status}{': ' + text if text else ''}"
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
+
+
+async def _read_prefix(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """At most `limit` bytes of the body; the rest is never read (the connection is closed rather than drained)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = await response.content.read(limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if not response.content.at_eof():
+        response.close()
+    return b"".join(chunks)
+
+
+def _ours(pod: dict[str, Any], item: LoraWork) -> bool:
+    """Whether the pod is one the ModelServing controls, with our ModelBooster's uid label (module docstring)."""
+    meta = metadata(pod)
+    owner = controller_ref(pod)
+    return (
+        meta.get("namespace") == item.namespace
+        and owner is not None
+        and owner.get("kind") == MODEL_SERVING.kind
+        and bool(item.serving_uid)
+        and owner.get("uid") == item.serving_uid
+        and (meta.get("labels") or {}).get(LABEL_MODEL_UID) == item.key[0]
+    )
 
 
 def _running_with_ip(pod: dict[str, Any]) -> bool:

@@ -35,8 +35,6 @@ Strategy (and why):
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,6 +49,7 @@ from reconciler.runtime.foreign import (
     foreign_entries,
     readable,
     removal_patch,
+    signature,
 )
 from reconciler.runtime.informer import Informer, Transform
 from reconciler.runtime.kinds import Kind
@@ -368,7 +367,7 @@ async def _remove_foreign_fields(
                             tolerated=tolerated.get(key) if tolerated is not None else ())  # fmt: skip
     if not findings:
         return live, (), ()
-    signatures = {f.path: _signature(f, live) for f in findings}
+    signatures = {f.path: signature(f, live) for f in findings}
     fought = history.fought(key, signatures.values()) if history is not None else set()
     given_up = {f.path for f in findings if signatures[f.path] in fought}
     kept = tuple(_describe(f, desired.obj, live) for f in findings if f.path in given_up)
@@ -386,12 +385,6 @@ async def _remove_foreign_fields(
     if tolerated is not None:  # what the server put back is its own (see runtime/foreign.py)
         tolerated.add(key, (f.path for f in find_foreign(stored, desired.obj, manager=manager, ignore=ignore)))
     return stored, removed, kept
-
-
-def _signature(finding: ForeignField, live: dict[str, Any]) -> tuple[Any, ...]:
-    """A foreign field as RemovalHistory tells them apart: where, who, and what value."""
-    value = json.dumps(get_path(live, finding.path), sort_keys=True, default=str)
-    return (finding.path, finding.manager, hashlib.sha256(value.encode()).hexdigest()[:16])
 
 
 def _describe(finding: ForeignField, desired: dict[str, Any], live: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ import aiohttp
 from kubernetes.aio import config as kube_config
 from kubernetes.aio.client import ApiClient, Configuration
 
-from process.jsontext import encode_json, parse_json
+from process.jsontext import encode_json, parse_json, parse_list
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.metrics import Metrics
 from reconciler.runtime.objects import metadata
@@ -119,6 +119,11 @@ class WatchEvent:
 def _proxy_configured() -> bool:
     return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
                                                    "ALL_PROXY", "all_proxy"))  # fmt: skip
+
+
+def _object_items(each: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[Any], Any]:
+    """`each` for the items that are objects; anything else is kept for the caller to judge."""
+    return lambda item: each(item) if isinstance(item, dict) else item
 
 
 def _query_value(value: Any) -> str:
@@ -258,6 +263,18 @@ class KubeClient:
         content_type: str | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """One request; returns (status, decoded JSON body) for 2xx, raises ApiError otherwise."""
+        return await self._request(method, path, query=query, body=body, content_type=content_type)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, Any]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        each_item: Callable[[Any], Any] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
         if self._bucket is not None:
             await self._bucket.acquire()
         response = await self._send(method, path, query=query, body=body, content_type=content_type)
@@ -273,7 +290,7 @@ class KubeClient:
         if not payload:
             return status, {}
         try:
-            decoded = parse_json(payload)
+            decoded = parse_json(payload) if each_item is None else parse_list(payload, each_item)
         except ValueError as error:
             raise ApiError(status=status, reason="BadResponse", message=f"response is not JSON: {error}") from error
         return status, decoded if isinstance(decoded, dict) else {"value": decoded}
@@ -295,7 +312,11 @@ class KubeClient:
         field_selector: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        each_item: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> ObjectList:
+        """One page of `kind`. With `each_item`, the page's items are decoded one at a time and each is replaced
+        by what `each_item` returns before the next is decoded (an informer's transform: a page of large objects
+        is never held whole in decoded form)."""
         query: list[tuple[str, Any]] = []
         if label_selector:
             query.append(("labelSelector", label_selector))
@@ -305,7 +326,8 @@ class KubeClient:
             query.append(("limit", limit))
         if continue_token:
             query.append(("continue", continue_token))
-        _, body = await self.request("GET", kind.collection_path(namespace), query=query)
+        _, body = await self._request("GET", kind.collection_path(namespace), query=query,
+                                      each_item=None if each_item is None else _object_items(each_item))  # fmt: skip
         meta = metadata(body)
         return ObjectList(
             items=list(body.get("items") or []),

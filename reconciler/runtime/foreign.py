@@ -14,29 +14,31 @@ list of roles. Such an owned value that we render is compared exactly; `describe
 the paths inside it that differ, for the Event.
 
 Two traps remain. Another controller may re-add what we remove (a policy engine mutating existing objects):
-no write wins that fight, so `RemovalHistory` gives up on a path removed `limit` times within `window` from the
-same child, and the reconciler says so in an Event. And `ToleratedFields` closes the other: a foreign
-manager may own a value equal to ours plus what the server defaults inside it (someone re-applied an
-exported copy of the child). Writing our value
-makes the server add its defaults again, so the finding survives the write. After each corrective write the
-reconciler looks again at what the server returned; whatever is still found is tolerated for that object,
-so such a field costs one write per process lifetime, never a loop.
+no write wins that fight, so `RemovalHistory` gives up on a field re-added `limit` times within `window` (or on
+a path re-added `path_limit` times, whatever the value), and the reconciler says so in an Event. And
+`ToleratedFields` closes the other: a foreign manager may own a value equal to ours plus what the server
+defaults inside it (someone re-applied an exported copy of the child). Writing our value makes the server add
+its defaults again, so the finding survives the write. After each corrective write the reconciler looks again
+at what the server returned; whatever is still found is tolerated for that object, so such a field costs one
+write per process lifetime, never a loop.
 
-Every walk is bounded in depth and in the number of findings: managedFields are data anyone can write.
+Every walk is bounded in depth and in the number of findings, and linear in the size of the child: managedFields
+are data anyone can write. Every per-child record is bounded in count and age, and so is their total.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple
 
 from reconciler.runtime.objects import json_equal, metadata
-from reconciler.runtime.paths import Path, PathPart
+from reconciler.runtime.paths import Path, PathPart, get_path
 
 MAX_DEPTH: Final = 64
 MAX_FINDINGS: Final = 64
@@ -80,39 +82,99 @@ def foreign_entries(obj: dict[str, Any], *, manager: str) -> Iterator[tuple[str,
             yield str(entry.get("manager") or ""), str(entry.get("operation") or ""), spec
 
 
-def _step(key: str, live: Any, want: Any) -> tuple[PathPart, Any, Any] | None:
-    """Resolve one managedFields key against the live and desired values: (path part, live value, desired value
-    or _MISSING); None when the live object no longer holds it."""
-    if key.startswith("f:"):
-        name = key[2:]
-        if not isinstance(live, dict) or name not in live:
-            return None
-        return name, live[name], want.get(name, _MISSING) if isinstance(want, dict) else _MISSING
-    if not isinstance(live, list) or key[:2] not in ("k:", "v:", "i:"):
-        return None
-    try:
-        decoded = json.loads(key[2:])
-    except ValueError:
-        return None
-    if key.startswith("i:"):
-        if not isinstance(decoded, int) or not 0 <= decoded < len(live):
-            return None
-        index = decoded
-        wanted = want[index] if isinstance(want, list) and index < len(want) else _MISSING
-        return index, live[index], wanted
+def _canonical(value: Any) -> Hashable:
+    """A hashable form of a JSON value under JSON equality (`json_equal`): equal values, equal forms; `true`
+    and `1` differ (Python's `True == 1` would merge them)."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, dict):
+        return ("d", frozenset((key, _canonical(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return ("l", tuple(_canonical(item) for item in value))
+    return ("v", value) if isinstance(value, int | float | str) or value is None else ("?", repr(value))
 
-    def matches(item: Any) -> bool:
+
+class _ListIndex:
+    """Where the items of one list are, by what managedFields names them by: `k:` keys (some fields of an item)
+    and `v:` keys (a whole item). Built once per list and field set, so a list of n items named by n keys costs
+    O(n) rather than n scans of the list (docs/design/reconciler.md §5)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+        self._by_fields: dict[tuple[str, ...], dict[Hashable, int]] = {}
+        self._by_value: dict[Hashable, int] | None = None
+
+    def find(self, key: str, decoded: Any) -> int:
+        """The index of the first item the key names, or -1."""
         if key.startswith("v:"):
-            return json_equal(item, decoded)
-        return isinstance(item, dict) and isinstance(decoded, dict) and all(
-            json_equal(item.get(k), v) for k, v in decoded.items()
-        )
+            if self._by_value is None:
+                self._by_value = {}
+                for index, item in enumerate(self._items):
+                    self._by_value.setdefault(_canonical(item), index)
+            return self._by_value.get(_canonical(decoded), -1)
+        if not isinstance(decoded, dict):
+            return -1
+        fields = tuple(sorted(decoded))
+        table = self._by_fields.get(fields)
+        if table is None:
+            table = self._by_fields[fields] = {}
+            for index, item in enumerate(self._items):
+                if isinstance(item, dict):
+                    table.setdefault(tuple(_atom(item.get(name)) for name in fields), index)
+        return table.get(tuple(_atom(decoded[name]) for name in fields), -1)
 
-    index = next((i for i, item in enumerate(live) if matches(item)), -1)
-    if index < 0:
-        return None
-    wanted = next((item for item in want if matches(item)), _MISSING) if isinstance(want, list) else _MISSING
-    return index, live[index], wanted
+
+def _atom(value: Any) -> Hashable:
+    """`_canonical`, with strings (what list keys almost always are) as themselves: a string never equals the
+    tuple `_canonical` makes of anything else."""
+    return value if type(value) is str else _canonical(value)
+
+
+class _Walk:
+    """One walk's memory: list indexes by list identity (the lists outlive the walk), and the paths already
+    compared equal, so that managers co-owning a value compare it once."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[int, _ListIndex] = {}
+        self._steps: dict[tuple[int, str], tuple[PathPart, Any, Any] | None] = {}
+        self.equal: set[Path] = set()
+
+    def index(self, items: list[Any]) -> _ListIndex:
+        found = self._indexes.get(id(items))
+        if found is None:
+            found = self._indexes[id(items)] = _ListIndex(items)
+        return found
+
+    def step(self, key: str, live: Any, want: Any) -> tuple[PathPart, Any, Any] | None:
+        """Resolve one managedFields key against the live and desired values: (path part, live value, desired
+        value or _MISSING); None when the live object no longer holds it. A key of a list item is resolved once
+        per walk (every manager of the item names it so)."""
+        if key.startswith("f:"):
+            name = key[2:]
+            if not isinstance(live, dict) or name not in live:
+                return None
+            return name, live[name], want.get(name, _MISSING) if isinstance(want, dict) else _MISSING
+        if not isinstance(live, list) or key[:2] not in ("k:", "v:", "i:"):
+            return None
+        memo = (id(live), key)
+        if memo not in self._steps:
+            self._steps[memo] = self._list_step(key, live, want)
+        return self._steps[memo]
+
+    def _list_step(self, key: str, live: list[Any], want: Any) -> tuple[PathPart, Any, Any] | None:
+        try:
+            decoded = json.loads(key[2:])
+        except ValueError:
+            return None
+        if key.startswith("i:"):
+            if not isinstance(decoded, int) or isinstance(decoded, bool) or not 0 <= decoded < len(live):
+                return None
+            return decoded, live[decoded], want[decoded] if isinstance(want, list) and decoded < len(want) else _MISSING
+        index = self.index(live).find(key, decoded)
+        if index < 0:
+            return None
+        at = self.index(want).find(key, decoded) if isinstance(want, list) else -1
+        return index, live[index], want[at] if at >= 0 else _MISSING
 
 
 def find_foreign(
@@ -124,9 +186,13 @@ def find_foreign(
     tolerated: Collection[Path] = (),
 ) -> list[ForeignField]:
     """The fields of `live.spec` another manager owns that `desired` lacks or holds with another value, minus the
-    paths in `ignore` (fields that belong to someone else, e.g. an autoscaler's replicas) and `tolerated`."""
+    paths in `ignore` (fields that belong to someone else, e.g. an autoscaler's replicas) and `tolerated`.
+
+    Linear in the size of the child and its managedFields: every key is resolved through an index of its list
+    (`_ListIndex`), and a value several managers own is compared once."""
     skipped = {tuple(path) for path in ignore} | set(tolerated)
     found: dict[Path, ForeignField] = {}
+    memory = _Walk()
 
     def walk(owned: dict[str, Any], live_node: Any, want_node: Any, path: Path, who: str) -> None:
         if len(path) > MAX_DEPTH:
@@ -136,7 +202,7 @@ def find_foreign(
                 return
             if key == "." or not isinstance(key, str):
                 continue
-            step = _step(key, live_node, want_node)
+            step = memory.step(key, live_node, want_node)
             if step is None:
                 continue
             part, live_value, want_value = step
@@ -145,9 +211,15 @@ def find_foreign(
                 continue
             if want_value is _MISSING:
                 found[here] = ForeignField(here, who, rendered=False)
-            elif not isinstance(sub, dict) or not (sub.keys() - {"."}):
-                if not json_equal(live_value, want_value):  # a whole value (scalar or atomic list) they own
-                    found[here] = ForeignField(here, who, rendered=True)
+                continue
+            if here in memory.equal:
+                continue
+            leaf = not isinstance(sub, dict) or not (sub.keys() - {"."})
+            # Equal to ours, nothing inside can be foreign: one comparison (mostly in C) instead of a walk.
+            if json_equal(live_value, want_value):
+                memory.equal.add(here)
+            elif leaf:  # a whole value (scalar or atomic list) they own
+                found[here] = ForeignField(here, who, rendered=True)
             else:
                 walk(sub, live_value, want_value, here, who)
 
@@ -211,56 +283,170 @@ def removal_patch(
     return patch
 
 
-class ToleratedFields:
-    """Per child uid, the foreign paths the API server put back after our corrective write (see module docstring).
-    Bounded: the oldest children are forgotten first (which costs at most one more write for each)."""
+class Signature(NamedTuple):
+    """A foreign field as RemovalHistory tells them apart: where, who, and (a digest of) what value."""
 
-    def __init__(self, size: int = 4096) -> None:
+    path: Path
+    manager: str
+    digest: str
+
+
+def signature(finding: ForeignField, live: dict[str, Any]) -> Signature:
+    value = json.dumps(get_path(live, finding.path), sort_keys=True, default=str)
+    return Signature(finding.path, finding.manager, hashlib.sha256(value.encode()).hexdigest()[:16])
+
+
+class ToleratedFields:
+    """Per child (uid and desired revision), the foreign paths the API server put back after our corrective write,
+    or that RemovalHistory gave up on (see module docstring). Bounded: at most `per_child` paths per child (the
+    oldest forgotten first) and `total` paths in all (the children touched longest ago forgotten first); what is
+    forgotten costs at most a few more writes, never a loop, because RemovalHistory gives up again."""
+
+    def __init__(self, size: int = 4096, *, per_child: int = 256, total: int = 16384) -> None:
         self._size = size
-        self._paths: OrderedDict[str, frozenset[Path]] = OrderedDict()
+        self._per_child = per_child
+        self._total = total
+        self._count = 0
+        self._paths: OrderedDict[str, dict[Path, None]] = OrderedDict()  # insertion-ordered sets
+
+    def __len__(self) -> int:
+        """Paths held, over every child."""
+        return self._count
 
     def get(self, uid: str) -> frozenset[Path]:
-        return self._paths.get(uid, frozenset())
+        held = self._paths.get(uid)
+        return frozenset(held) if held else frozenset()
 
     def add(self, uid: str, paths: Iterable[Path]) -> None:
-        paths = frozenset(paths)
-        if not paths:
+        fresh = [path for path in paths]
+        if not fresh:
             return
-        self._paths[uid] = self.get(uid) | paths
+        held = self._paths.setdefault(uid, {})
+        self._count -= len(held)
+        for path in fresh:
+            held.pop(path, None)
+            held[path] = None
+        while len(held) > self._per_child:
+            del held[next(iter(held))]
+        self._count += len(held)
         self._paths.move_to_end(uid)
-        while len(self._paths) > self._size:
-            self._paths.popitem(last=False)
+        while len(self._paths) > self._size or (self._count > self._total and len(self._paths) > 1):
+            _, dropped = self._paths.popitem(last=False)
+            self._count -= len(dropped)
 
     def forget(self, uid: str) -> None:
-        self._paths.pop(uid, None)
+        dropped = self._paths.pop(uid, None)
+        if dropped:
+            self._count -= len(dropped)
+
+
+@dataclass
+class _ChildRemovals:
+    """One child's recent removals, per signature and per path; each timeline keeps at most its limit."""
+
+    by_signature: OrderedDict[Signature, tuple[float, ...]] = field(default_factory=OrderedDict)
+    by_path: OrderedDict[Path, tuple[float, ...]] = field(default_factory=OrderedDict)
+
+    @property
+    def entries(self) -> int:
+        return len(self.by_signature) + len(self.by_path)
 
 
 class RemovalHistory:
-    """Per child (uid and desired revision, as ToleratedFields), when we removed which foreign field: one removed
-    `limit` times within `window` seconds keeps being re-added by someone, and is given up until the desired state
-    changes (bounded like ToleratedFields). A field is identified by the caller: path, manager and the value
-    removed, so that a person's successive different edits of one list are each a new field."""
+    """Per child (uid and desired revision, as ToleratedFields), when we removed which foreign field. A field is
+    given up on — left as it is, tolerated until the desired state changes — once someone keeps re-adding it:
+
+    - the same value by the same manager `limit` times within `window` seconds (a controller that re-adds what
+      it wants), or
+    - anything at that path `path_limit` times within the window (a writer that re-adds it with a new value each
+      time, which the first rule alone would fight forever: each value is a new signature). A person's
+      successive different edits of one field stay corrected: people do not edit a field ten times in ten
+      minutes.
+
+    Bounded in time and memory, whatever the writers do: each timeline keeps at most its limit of timestamps and
+    drops those older than the window; a child holds at most `per_child` signatures and as many paths (the
+    least recently removed forgotten first); at most `entries` in all (the children touched longest ago
+    forgotten first). Forgetting costs at most a few more removals before giving up again."""
 
     def __init__(
-        self, *, limit: int = 3, window: float = 600.0, size: int = 4096, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        limit: int = 3,
+        path_limit: int = 10,
+        window: float = 600.0,
+        size: int = 4096,
+        per_child: int = 64,
+        entries: int = 8192,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._limit = limit
+        self._path_limit = path_limit
         self._window = window
         self._size = size
+        self._per_child = per_child
+        self._max_entries = entries
         self._clock = clock
-        self._removals: OrderedDict[str, dict[Hashable, list[float]]] = OrderedDict()
+        self._entries = 0
+        self._children: OrderedDict[str, _ChildRemovals] = OrderedDict()
 
-    def fought(self, uid: str, paths: Iterable[Hashable]) -> set[Hashable]:
-        """Of `paths`, those already removed `limit` times within the window."""
-        now, history = self._clock(), self._removals.get(uid, {})
-        return {p for p in paths if sum(1 for t in history.get(p, ()) if now - t <= self._window) >= self._limit}
+    def __len__(self) -> int:
+        """Signatures and paths held, over every child."""
+        return self._entries
 
-    def removed(self, uid: str, paths: Iterable[Hashable]) -> None:
+    def fought(self, uid: str, signatures: Iterable[Signature]) -> set[Signature]:
+        """Of `signatures`, those given up on (class docstring)."""
+        child = self._children.get(uid)
+        if child is None:
+            return set()
         now = self._clock()
-        history = self._removals.setdefault(uid, {})
-        for path in paths:
-            recent = [t for t in history.get(path, ()) if now - t <= self._window][-self._limit :]
-            history[path] = [*recent, now]
-        self._removals.move_to_end(uid)
-        while len(self._removals) > self._size:
-            self._removals.popitem(last=False)
+
+        def recent(times: tuple[float, ...] | None) -> int:
+            return sum(1 for t in times or () if now - t <= self._window)
+
+        return {
+            s for s in signatures
+            if recent(child.by_signature.get(s)) >= self._limit or recent(child.by_path.get(s.path)) >= self._path_limit
+        }  # fmt: skip
+
+    def removed(self, uid: str, signatures: Iterable[Signature]) -> None:
+        now = self._clock()
+        child = self._children.get(uid)
+        if child is None:
+            child = self._children[uid] = _ChildRemovals()
+        self._entries -= child.entries
+        self._expire(child, now)
+        for one in signatures:
+            _record(child.by_signature, one, now, keep=self._limit)
+            _record(child.by_path, one.path, now, keep=self._path_limit)
+        for timelines in (child.by_signature, child.by_path):
+            _keep_newest(timelines, self._per_child)
+        self._entries += child.entries
+        self._children.move_to_end(uid)
+        while len(self._children) > self._size or (self._entries > self._max_entries and len(self._children) > 1):
+            _, dropped = self._children.popitem(last=False)
+            self._entries -= dropped.entries
+
+    def forget(self, uid: str) -> None:
+        dropped = self._children.pop(uid, None)
+        if dropped is not None:
+            self._entries -= dropped.entries
+
+    def _expire(self, child: _ChildRemovals, now: float) -> None:
+        for timelines in (child.by_signature, child.by_path):
+            _drop_older(timelines, now - self._window)
+
+
+def _record(timelines: OrderedDict[Any, tuple[float, ...]], key: Any, now: float, *, keep: int) -> None:
+    # A short tuple per timeline (a deque costs ~600 bytes even empty), its newest `keep` times only.
+    times = timelines.pop(key, ())
+    timelines[key] = (*times, now)[-max(keep, 1) :]  # last: the most recently removed
+
+
+def _drop_older(timelines: OrderedDict[Any, tuple[float, ...]], since: float) -> None:
+    for key in [key for key, times in timelines.items() if not times or times[-1] < since]:
+        del timelines[key]
+
+
+def _keep_newest(timelines: OrderedDict[Any, tuple[float, ...]], count: int) -> None:
+    while len(timelines) > count:
+        timelines.popitem(last=False)

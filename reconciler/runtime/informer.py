@@ -19,6 +19,8 @@ each page is transformed as it arrives, so a list of many thousand objects is ne
 Pages are smaller than client-go's 500 because a decoded object weighs far more in Python: 500 listed
 ModelServings with their managedFields are ~20 MB while decoded, and every informer lists at once on start-up
 (a restart at 1,000 ModelBoosters peaked 37 MB higher with 500 than with 100; the extra requests cost little).
+Kinds whose objects are large and mostly dropped by the transform (CRDs) page smaller still, and with
+`stream_pages` have each object transformed as it is decoded, so not even one page is held whole.
 
 The cache is updated before handlers run, so a reconcile triggered by an event sees at least that state.
 Handlers are synchronous and cheap (they enqueue keys); an exception in one is logged and does not stop others.
@@ -48,6 +50,7 @@ from reconciler.runtime.source import EventType, Handler, KeyMapper, Sink
 logger = logging.getLogger(__name__)
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
+DEFAULT_PAGE_SIZE = 100
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
 StoreKey = tuple[str, str]
 
@@ -93,7 +96,8 @@ class Informer:
         indexers: dict[str, IndexFunc] | None = None,
         watch_timeout: int = 300,
         read_timeout: float | None = None,
-        page_size: int = 100,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        stream_pages: bool = False,
         backoff_base: float = 0.2,
         backoff_max: float = 4.0,
         metrics: Metrics | None = None,
@@ -109,6 +113,7 @@ class Informer:
         self._watch_timeout = watch_timeout
         self._read_timeout = read_timeout if read_timeout is not None else watch_timeout + 30.0
         self._page_size = page_size
+        self._stream_pages = stream_pages and transform is not None
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._metrics = metrics
@@ -245,16 +250,21 @@ class Informer:
     def _transformed(self, obj: dict[str, Any]) -> dict[str, Any]:
         return self._transform(obj) if self._transform is not None else obj
 
-    def _ingest(self, fresh: dict[StoreKey, dict[str, Any]], items: Iterable[dict[str, Any]]) -> None:
-        """Add listed items to `fresh`, transformed; an item the cache holds at the same resourceVersion is not
-        transformed again (a re-list after a watch expired mostly lists what we have)."""
+    def _ingest(
+        self, fresh: dict[StoreKey, dict[str, Any]], items: Iterable[dict[str, Any]], *, transformed: bool = False
+    ) -> None:
+        """Add listed items to `fresh`, transformed (unless the client did it as it decoded them); an item the
+        cache holds at the same resourceVersion is kept as cached (a re-list after a watch expired mostly lists
+        what we have)."""
         for item in items:
+            if not isinstance(item, dict):
+                continue
             key = store_key(item)
             current = self._objects.get(key)
             if current is not None and resource_version(current) == resource_version(item):
                 fresh[key] = current
             else:
-                fresh[key] = self._transformed(item)
+                fresh[key] = item if transformed else self._transformed(item)
 
     def _replace(self, scope: str | None, items: Iterable[dict[str, Any]]) -> None:
         fresh: dict[StoreKey, dict[str, Any]] = {}
@@ -298,8 +308,9 @@ class Informer:
                 field_selector=self.field_selector,
                 limit=self._page_size,
                 continue_token=token,
+                each_item=self._transform if self._stream_pages else None,
             )
-            self._ingest(fresh, page.items)
+            self._ingest(fresh, page.items, transformed=self._stream_pages)
             token = page.continue_token
             if not token:
                 break

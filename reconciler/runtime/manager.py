@@ -31,7 +31,7 @@ from typing import Any, TypedDict, Unpack
 
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.controller import Controller
-from reconciler.runtime.informer import IndexFunc, Informer, Transform
+from reconciler.runtime.informer import DEFAULT_PAGE_SIZE, IndexFunc, Informer, Transform
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.leader import LeaderElector, LeaseTimings
 from reconciler.runtime.metrics import Metrics
@@ -49,6 +49,8 @@ class InformerOptions(TypedDict, total=False):
     field_selector: str | None
     transform: Transform | None
     indexers: dict[str, IndexFunc] | None
+    page_size: int  # objects per list page (default 100); smaller for kinds whose objects are large
+    stream_pages: bool  # transform each listed object as it is decoded, never holding a decoded page whole
 
 
 @dataclass
@@ -119,6 +121,8 @@ class Manager:
             field_selector=options.get("field_selector"),
             transform=options.get("transform"),
             indexers=options.get("indexers"),
+            page_size=options.get("page_size") or DEFAULT_PAGE_SIZE,
+            stream_pages=bool(options.get("stream_pages")),
             watch_timeout=self.options.watch_timeout,
             read_timeout=self.options.watch_read_timeout,
             metrics=self.metrics,

@@ -303,7 +303,8 @@ class ServerSpec(_Wire):
     actuation: Actuation | None = Field(
         default=None,
         description="None (default): publish the decision on /metrics only; Scale: also set the target's "
-        "/scale to desiredAlloc.numReplicas within the bounds",
+        "/scale to desiredAlloc.numReplicas within the bounds, where the target (or the ModelBooster that controls "
+        "it) names this Server in its inferno.platform.ai/scaled-by annotation and no other scaler drives it",
     )
     min_replicas: int | None = Field(
         default=None,
@@ -315,7 +316,8 @@ class ServerSpec(_Wire):
         default=None,
         alias="maxReplicas",
         ge=1,
-        description="highest replica count Scale sets on a target that is not a ModelBooster's (required there)",
+        description="highest replica count Scale sets on a target that is not a ModelBooster's "
+        "(required there; the operator's ceiling applies too)",
     )
     scale_down_stabilization: GoDuration | None = Field(
         default=None,
@@ -485,6 +487,9 @@ INFERNO_KINDS: Final[list[tuple[str, str, type[BaseModel]]]] = [
     (KIND_CAPACITY, PLURAL_CAPACITIES, Capacity),
     (KIND_OPTIMIZER, PLURAL_OPTIMIZERS, Optimizer),
 ]
+# `kubectl get servers` is ambiguous where Linkerd is installed (servers.policy.linkerd.io, short name `srv`):
+# Inferno's Server gets a short name of its own.
+SHORT_NAMES: Final[dict[str, tuple[str, ...]]] = {KIND_SERVER: ("infsrv",)}
 
 
 def _reject_duplicates(values: list[str], *, what: str) -> None:

@@ -32,6 +32,28 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "networkPolicy": {"enabled": True, "webhookFrom": [{"ipBlock": {"cidr": "172.16.0.0/28"}}]},
     },
     "no-inferno": {"inferno": {"enabled": False}},
+    "inferno-closed-loop": {
+        "inferno": {
+            "namespaces": ["serving", "research"],
+            "extraTargetKinds": [{"apiGroup": "argoproj.io", "resources": ["rollouts"]}],
+            "ceilings": {
+                "maxReplicas": 40,
+                "minReplicas": 0,
+                "maxScaleStep": 2,
+                "maxScaleStepPercent": 50,
+                "minStabilization": "3m",
+            },
+            "prometheus": {
+                "url": "https://prometheus.monitoring:9091",
+                "timeout": 2.5,
+                "window": "5m",
+                "arrivalQuery": 'sum(rate(vllm:request_success_total{namespace="$namespace"}[$window])) * 60',
+                "bearerTokenSecret": {"name": "inferno-prometheus", "key": "token"},
+                "caSecret": {"name": "prometheus-ca", "key": "ca.crt"},
+            },
+            "podMonitor": {"enabled": True, "enginePort": 8080, "labels": {"release": "prometheus"}},
+        }
+    },
     "extra-volumes-and-annotations": {
         "webhook": {
             "extraVolumes": [{"name": "corp-ca", "configMap": {"name": "corp-ca"}}],

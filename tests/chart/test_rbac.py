@@ -33,8 +33,12 @@ SCALED_APPS = ("deployments", "statefulsets", "replicasets")
 
 
 def _workload_grants(namespace: str | None) -> set[Grant]:
-    # get: Inferno's Scale actuation reads the ModelBooster that owns a targeted ModelServing; adoption reads
-    # the ModelBooster afresh before taking an orphan.
+    """The ModelBooster controller's rights, and by default the Inferno controller's, in `namespace`."""
+    return _modelbooster_grants(namespace) | _inferno_grants(namespace)
+
+
+def _modelbooster_grants(namespace: str | None) -> set[Grant]:
+    # get: adoption reads the ModelBooster afresh before taking an orphan.
     grants = {Grant(WORKLOAD, "modelboosters", verb, namespace) for verb in ("get", "list", "watch")}
     grants.add(Grant(WORKLOAD, "modelboosters/status", "patch", namespace))
     for group, resources in (
@@ -44,15 +48,28 @@ def _workload_grants(namespace: str | None) -> set[Grant]:
         grants |= {Grant(group, resource, verb, namespace) for resource in resources for verb in CHILD_WRITES}
     grants |= {Grant("", "events", verb, namespace) for verb in ("create", "patch")}
     grants |= {Grant("", "pods", verb, namespace) for verb in ("list", "watch")}
+    return grants
+
+
+def _inferno_grants(namespace: str | None, *, extra: tuple[tuple[str, str], ...] = ()) -> set[Grant]:
+    grants: set[Grant] = set()
     for resource in ("accelerators", "models", "serviceclasses", "capacities"):
         grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("list", "watch")}
     for resource in ("servers", "optimizers"):
         grants |= {Grant(INFERNO, resource, verb, namespace) for verb in ("list", "watch", "patch")}
     for resource in ("optimizers", "accelerators", "models", "serviceclasses", "servers", "capacities"):
         grants.add(Grant(INFERNO, f"{resource}/status", "patch", namespace))
-    # Scale actuation: the target kinds' /scale, read and set (docs/design/inferno.md §13).
-    for group, resource in ((WORKLOAD, "modelservings"), *(("apps", r) for r in SCALED_APPS)):
+    grants |= {Grant("", "events", verb, namespace) for verb in ("create", "patch")}
+    # Scale actuation (docs/design/inferno.md §13, §18): the target (its consent and its controller), its /scale,
+    # the ModelBooster that controls a targeted ModelServing, and the other scalers that may name it.
+    targets = ((WORKLOAD, "modelservings"), *(("apps", r) for r in SCALED_APPS), *extra)
+    for group, resource in targets:
+        grants.add(Grant(group, resource, "get", namespace))
         grants |= {Grant(group, f"{resource}/scale", verb, namespace) for verb in ("get", "patch")}
+    grants.add(Grant(WORKLOAD, "modelboosters", "get", namespace))
+    grants.add(Grant(WORKLOAD, "autoscalingpolicybindings", "list", namespace))
+    grants.add(Grant("autoscaling", "horizontalpodautoscalers", "list", namespace))
+    grants.add(Grant("keda.sh", "scaledobjects", "list", namespace))
     return grants
 
 
@@ -122,6 +139,28 @@ def test_watched_namespaces_get_roles_and_no_cluster_wide_workload_rights(
         | _namespace_grants(("team-a", "team-b"))
     )
     assert set(grants) == expected
+
+
+def test_scale_rights_exist_only_where_inferno_watches() -> None:
+    """inferno.namespaces narrows the Inferno rights (and /scale with them) to Roles in those namespaces, while
+    ModelBoosters are watched everywhere; extra target kinds are granted there too."""
+    extra = [{"apiGroup": "argoproj.io", "resources": ["rollouts"]}]
+    rendered = render({"inferno": {"namespaces": ["serving"], "extraTargetKinds": extra}})
+    grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    expected = (
+        _modelbooster_grants(None) | _inferno_grants("serving", extra=(("argoproj.io", "rollouts"),))
+        | _release_namespace_grants(self_signed=True) | _ca_injection_grants() | _crd_grants() | _namespace_grants()
+    )  # fmt: skip
+    assert set(grants) == expected
+    assert not [g for g in grants if g.resource.endswith("/scale") and g.namespace != "serving"]
+    args = rendered.deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--inferno-namespaces=serving" in args
+
+
+def test_without_inferno_no_scale_rights() -> None:
+    rendered = render({"inferno": {"enabled": False}})
+    grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
+    assert not [g for g in grants if g.resource.endswith("/scale") or g.api_group in (INFERNO, "apps")]
 
 
 def test_leader_election_off_drops_the_lease_rights() -> None:

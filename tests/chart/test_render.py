@@ -18,13 +18,15 @@ KUBE_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
 
 # Objects of other projects' CRDs, which are not installed here: kubernetes-validate has no schema for them
 # and no CRD of theirs is in this repository, so their wiring is checked field by field in other tests
-# (test_webhook_configuration.py for the cert-manager objects, test_metrics.py for the ServiceMonitors);
+# (test_webhook_configuration.py for the cert-manager objects, test_metrics.py for the ServiceMonitors,
+# tests/reconciler/test_engine_queries.py for the engines' PodMonitor, run by a real Prometheus);
 # test_alerts.py checks the PrometheusRule against a schema of that kind kept in tests/chart/schemas.
 FOREIGN_KINDS = {
     ("cert-manager.io/v1", "Issuer"),
     ("cert-manager.io/v1", "Certificate"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
 }
 
 P = "mb-modelbooster"
@@ -42,6 +44,9 @@ DEFAULT_INVENTORY = {
     ("ConfigMap", f"{P}-reconciler"),
     ("ClusterRole", f"{P}-reconciler"),
     ("ClusterRoleBinding", f"{P}-reconciler"),
+    # The Inferno controller's rights (Scale actuation's /scale among them) where it watches: everywhere.
+    ("ClusterRole", f"{P}-reconciler-inferno"),
+    ("ClusterRoleBinding", f"{P}-reconciler-inferno"),
     # Every mode: the served CRDs (which child kinds exist, and whether they are outdated) are read cluster-wide.
     ("ClusterRole", f"{P}-reconciler-crds"),
     ("ClusterRoleBinding", f"{P}-reconciler-crds"),

@@ -65,9 +65,11 @@ INFERNO_PLURALS = {
 # grant that becomes used (or a new unused one) forces this list to be revisited.
 INFERNO_STATEFUL_ONLY = "only a remote optimizer in stateful mode (INFERNO_STATELESS=false) marks mirrored " \
     "objects active in their status; the chart's default, used here, is the embedded optimizer"  # fmt: skip
-INFERNO_SCALE_ONLY = "only Inferno's Scale actuation of a Server with a targetRef reads a target's owner and " \
-    "sets /scale; the example Servers target nothing (tests/reconciler/test_inferno_loop.py checks that its " \
-    "requests are all granted)"  # fmt: skip
+INFERNO_SCALE_ONLY = "only Inferno's Scale actuation of a Server with a targetRef reads a target (its consent " \
+    "and owner) and the other scalers that may name it, and sets /scale; the example Servers target nothing " \
+    "(tests/reconciler/test_inferno_loop.py and tests/realapi/test_inferno_consent.py check that its requests " \
+    "are all granted)"  # fmt: skip
+SCALED_APPS = ("deployments", "statefulsets", "replicasets")
 ALLOWED_UNUSED: dict[Grant, str] = {
     **{
         Grant(INFERNO, f"{resource}/status", "patch", None): INFERNO_STATEFUL_ONLY
@@ -83,6 +85,9 @@ ALLOWED_UNUSED: dict[Grant, str] = {
         )
         for verb in ("get", "patch")
     },
+    **{Grant("apps", resource, "get", None): INFERNO_SCALE_ONLY for resource in SCALED_APPS},
+    Grant("autoscaling", "horizontalpodautoscalers", "list", None): INFERNO_SCALE_ONLY,
+    Grant("keda.sh", "scaledobjects", "list", None): INFERNO_SCALE_ONLY,
 }
 
 

@@ -1,8 +1,10 @@
 """Built-in kinds the fake stores without acting on them: what `helm install` of the chart creates besides
-the kinds with behaviour of their own (builtin.py). No controller runs for them: a Deployment gets no
-ReplicaSet or pods, a Service no endpoints. What kube-apiserver does on write is kept: `generation` bumped on
-spec changes of the kinds that track it, status through its subresource only, server-side apply merging
-containers, ports, env and volumes by key as their OpenAPI declares."""
+the kinds with behaviour of their own (builtin.py), and the workload and autoscaler kinds Inferno's Scale
+actuation reads (`/scale` of Deployments, ReplicaSets, StatefulSets; HorizontalPodAutoscalers naming them). No
+controller runs for them: a Deployment gets no ReplicaSet or pods, a Service no endpoints, an HPA scales
+nothing. What kube-apiserver does on write is kept: `generation` bumped on spec changes of the kinds that track
+it, status through its subresource only, server-side apply merging containers, ports, env and volumes by key as
+their OpenAPI declares."""
 
 from __future__ import annotations
 
@@ -37,6 +39,11 @@ class SpecStrategy(StoredStrategy):
     """A kind whose `metadata.generation` counts its spec changes."""
 
     tracks_generation = True
+
+
+WORKLOADS = (("deployments", "Deployment"), ("replicasets", "ReplicaSet"), ("statefulsets", "StatefulSet"))
+# The workload kinds' `/scale` (their registry's scale strategy reads these fields; a label selector is left out).
+_SCALE: Obj = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
 
 
 def _partial(properties: Obj) -> Obj:
@@ -81,6 +88,8 @@ def _kind(
     status: bool = False,
     generation: bool = False,
     type_schema: Obj | None = None,
+    version: str = "v1",
+    scale: bool = False,
 ) -> ResourceInfo:
     return ResourceInfo(
         group=group,
@@ -88,7 +97,7 @@ def _kind(
         singular=kind.lower(),
         kind=kind,
         namespaced=namespaced,
-        versions={"v1": VersionInfo("v1", status_subresource=status)},
+        versions={version: VersionInfo(version, status_subresource=status, scale=_SCALE if scale else None)},
         strategy=(SpecStrategy if generation else StoredStrategy)(has_status=status),
         type_schema=type_schema,
     )
@@ -105,13 +114,21 @@ def stored_resources() -> list[ResourceInfo]:
             status=True,
             type_schema=_partial({"spec": _partial({"ports": _keyed("port", "protocol")})}),
         ),
+        *(
+            _kind(
+                "apps",
+                plural,
+                kind,
+                status=True,
+                generation=True,
+                scale=True,
+                type_schema=_partial({"spec": _partial({"template": _POD_TEMPLATE})}),
+            )
+            for plural, kind in WORKLOADS
+        ),
         _kind(
-            "apps",
-            "deployments",
-            "Deployment",
-            status=True,
-            generation=True,
-            type_schema=_partial({"spec": _partial({"template": _POD_TEMPLATE})}),
+            "autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", status=True, generation=True,
+            version="v2",
         ),
         _kind("policy", "poddisruptionbudgets", "PodDisruptionBudget", status=True, generation=True),
         _kind("networking.k8s.io", "networkpolicies", "NetworkPolicy", generation=True),

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from optimizer.optimize import optimize
 from optimizer.system import system_from_resources
+from reconciler.inferno.ceilings import Ceilings
 from reconciler.inferno.controller import register_inferno
 from reconciler.inferno.prometheus import PrometheusSettings
 from reconciler.inferno.settings import InfernoSettings
@@ -38,6 +39,7 @@ from reconciler.runtime.kinds import Kind
 from shared.api import inferno as api
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS
 from shared.inferno_validation import parse_inferno_object
+from shared.scaling_consent import ANNOTATION_SCALED_BY
 from tests.chart.rbac import grants_for_service_account, is_allowed, request_from_http
 from tests.chart.render import NAMESPACE as RELEASE_NAMESPACE
 from tests.chart.render import render
@@ -156,7 +158,7 @@ def decided(rate: float) -> int:
 def opted_in_booster() -> dict[str, Any]:
     backends = [backend(name, minReplicas=low, maxReplicas=high) for name, (low, high) in BOUNDS.items()]
     obj = booster("m", *backends)
-    obj["metadata"]["annotations"] = {ANNOTATION_EXTERNAL_REPLICAS: "true"}
+    obj["metadata"]["annotations"] = {ANNOTATION_EXTERNAL_REPLICAS: "true", ANNOTATION_SCALED_BY: ",".join(MODELS)}
     return obj
 
 
@@ -224,9 +226,11 @@ async def start_loop(fake: FakeApiServer, cluster: Cluster) -> AsyncIterator[Any
     async def start(*, stabilization: str, period: float = PERIOD, **rates: float) -> Loop:
         loop_state = Loop(cluster, RunningReconciler(fake, FAST, "r1"), prometheus)
         loop_state.set_load(**rates)
+        # Windows of a second or two: the operator's shortest window (a minute by default) is lifted.
         settings = InfernoSettings(
-            backoff_base=0.02, backoff_max=0.2, prometheus=PrometheusSettings(url=prometheus.url, timeout=1.0)
-        )
+            backoff_base=0.02, backoff_max=0.2, prometheus=PrometheusSettings(url=prometheus.url, timeout=1.0),
+            ceilings=Ceilings(min_stabilization=0),
+        )  # fmt: skip
         register_inferno(loop_state.reconciler.manager, loop_state.reconciler.client, settings)
         cluster.create_booster(opted_in_booster())
         tasks.append(asyncio.create_task(_play_modelserving_controller(cluster, stop)))

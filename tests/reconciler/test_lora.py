@@ -15,20 +15,37 @@ from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, bo
 
 
 class FakeRuntime:
-    """The runtime sidecar's LoRA API on loopback: records calls, can be told to fail."""
+    """The runtime sidecar's LoRA API on loopback: records calls, can be told to fail (with a message, or with an
+    endless error body, of which it counts what it managed to send)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.fail_loads = False
+        self.endless_errors = False
+        self.error_bytes_sent = 0
         self.port = 0
         self._runner: web.AppRunner | None = None
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.calls.append((request.path, body))
+        if request.path.endswith("/load_lora_adapter") and self.endless_errors:
+            return await self._endless_error(request)
         if request.path.endswith("/load_lora_adapter") and self.fail_loads:
             return web.Response(status=500, text="download failed")
         return web.Response(status=200, text="ok")
+
+    async def _endless_error(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(status=500)
+        await response.prepare(request)
+        chunk = b"out of memory; " * 4096
+        try:
+            while self.error_bytes_sent < 256 << 20:
+                await response.write(chunk)
+                self.error_bytes_sent += len(chunk)
+        except (ConnectionError, RuntimeError):
+            pass  # the client stopped reading
+        return response
 
     async def start(self) -> None:
         app = web.Application()
@@ -65,14 +82,30 @@ def dynamic_backend(port: int, *adapters: str) -> dict[str, Any]:
     return backend("a", env=env, loraAdapters=[lora(name) for name in adapters])
 
 
-async def running_pod(cluster: Cluster, name: str, *, uid: str, serving: str = "m-a") -> None:
+def serving_owner(cluster: Cluster, serving: str = "m-a") -> dict[str, Any]:
+    """The controller reference Kthena's ModelServing controller puts on the pods it makes."""
+    live = cluster.get(MODEL_SERVING, serving)
+    assert live is not None
+    return {"apiVersion": MODEL_SERVING.api_version, "kind": "ModelServing", "name": serving,
+            "uid": live["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+
+
+async def running_pod(
+    cluster: Cluster, name: str, *, uid: str, serving: str = "m-a", owner: dict[str, Any] | bool | None = True
+) -> None:
+    """An engine pod of the ModelServing: its labels and, unless `owner` says otherwise, its controller reference."""
     labels = {
         "workload.serving.volcano.sh/managed-by": "workload.serving.volcano.sh",
         "workload.serving.volcano.sh/model-name": "m",
         "workload.serving.volcano.sh/model-uid": uid,
         "modelserving.volcano.sh/name": serving,
     }
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": labels},
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels}
+    if owner is True:
+        meta["ownerReferences"] = [serving_owner(cluster, serving)]
+    elif isinstance(owner, dict):
+        meta["ownerReferences"] = [owner]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
            "spec": {"containers": [{"name": "engine", "image": "vllm"}]}}  # fmt: skip
     await cluster.client.create(POD, pod)
     await cluster.client.patch(POD, NS, name, {"status": {"phase": "Running", "podIP": "127.0.0.1"}},
@@ -177,3 +210,45 @@ async def test_without_the_env_switch_adapters_roll_out(
     await set_adapters(cluster, "sql", "chat")
     await eventually(lambda: "hf://acme/chat" in json.dumps((cluster.get(MODEL_SERVING, "m-a") or {})["spec"]))
     assert runtime.calls == []
+
+
+async def test_only_pods_the_model_serving_controls_are_called(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    """Labels anyone who may create pods can copy: a pod labelled as an engine of backend a but not controlled by
+    its ModelServing (no controller, another ModelServing, a reference that is not the controller, or the uid
+    label of another ModelBooster) gets nothing."""
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql"), backend("b")))
+    uid = created["metadata"]["uid"]
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "lookalike", uid=uid, owner=None)
+    await running_pod(cluster, "of-b", uid=uid, owner=serving_owner(cluster, "m-b"))
+    await running_pod(cluster, "not-controller", uid=uid, owner={**serving_owner(cluster), "controller": False})
+    await running_pod(cluster, "other-booster", uid="someone-else")
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: (cluster.get(MODEL_ROUTE, "m") or {})["spec"].get("loraAdapters") == ["chat", "sql"])
+    await quiet(0.5)
+    assert runtime.calls == []
+    # The real engine pod, controlled by the ModelServing, is called.
+    await running_pod(cluster, "m-a-0", uid=uid)
+    await eventually(lambda: runtime.names("load") == ["chat"])
+    await quiet(0.3)
+    assert runtime.names("load") == ["chat"]
+
+
+async def test_an_error_body_is_read_only_as_far_as_its_message(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=created["metadata"]["uid"])
+    runtime.endless_errors = True
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: cluster.condition("m", "Failed") == "True", within=10.0)
+    failed = cluster.conditions()["Failed"]["message"]
+    assert "loading LoRA adapter chat into pod m-a-0: HTTP 500: out of memory; out of memory;" in failed
+    assert len(failed) < 1000
+    # The reconciler stopped reading after its first few KiB: what the pod sent is what the sockets buffered,
+    # far below the 256 MiB it would send to a reader of the whole body.
+    await quiet(0.5)
+    assert runtime.error_bytes_sent < 64 << 20

@@ -157,11 +157,10 @@ matchExpressions:
 {{- end -}}
 
 {{/*
-The reconciler's rules on ModelBoosters, their children and the Inferno kinds: the verbs its code uses.
-Informers list and watch; a ModelBooster is read (get) afresh before it adopts an orphaned child, and by
-Inferno's Scale actuation; children are created, read back after an AlreadyExists, changed by server-side
-apply or a merge patch (patch) and deleted when stale; status is written with a patch; Events are created,
-then patched when they repeat.
+The reconciler's rules on ModelBoosters and their children: the verbs its code uses. Informers list and watch;
+a ModelBooster is read (get) afresh before it adopts an orphaned child; children are created, read back after an
+AlreadyExists, changed by server-side apply or a merge patch (patch) and deleted when stale; status is written
+with a patch; Events are created, then patched when they repeat.
 */}}
 {{- define "modelbooster.reconciler.workloadRules" -}}
 - apiGroups: ["workload.serving.volcano.sh"]
@@ -182,7 +181,15 @@ then patched when they repeat.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
-{{- if .Values.inferno.enabled }}
+{{- end -}}
+
+{{/*
+The Inferno controller's rules, where it watches (reconciler-rbac.yaml: a ClusterRole, or a Role per Inferno
+namespace). Scale actuation reads a target (its annotations say who may scale it, its owner references whether
+something else controls it) and reads and sets its /scale; it lists the other scalers that may name it, HPAs and
+KEDA ScaledObjects (docs/design/inferno.md §14).
+*/}}
+{{- define "modelbooster.reconciler.infernoRules" -}}
 - apiGroups: ["inferno.platform.ai"]
   resources: ["accelerators", "models", "serviceclasses", "capacities"]
   verbs: ["list", "watch"]
@@ -194,15 +201,43 @@ then patched when they repeat.
 - apiGroups: ["inferno.platform.ai"]
   resources: ["optimizers/status", "accelerators/status", "models/status", "serviceclasses/status", "servers/status", "capacities/status"]
   verbs: ["patch"]
-# Inferno's Scale actuation reads and sets a Server's target through /scale: a ModelBooster's ModelServing
-# (whose owner it reads by get, above), or a Deployment, StatefulSet or ReplicaSet.
+# Scale actuation's targets: a ModelBooster's ModelServing (read with the ModelBooster that controls it, whose
+# annotations consent and whose backend bounds it), a Deployment, StatefulSet or ReplicaSet, and the kinds of
+# inferno.extraTargetKinds; AutoscalingPolicyBindings name ModelServings that Kthena's autoscaler drives.
+- apiGroups: ["workload.serving.volcano.sh"]
+  resources: ["modelboosters", "modelservings"]
+  verbs: ["get"]
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelservings/scale"]
   verbs: ["get", "patch"]
+- apiGroups: ["workload.serving.volcano.sh"]
+  resources: ["autoscalingpolicybindings"]
+  verbs: ["list"]
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "replicasets"]
+  verbs: ["get"]
 - apiGroups: ["apps"]
   resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
   verbs: ["get", "patch"]
+{{- range .Values.inferno.extraTargetKinds }}
+- apiGroups: [{{ .apiGroup | quote }}]
+  resources: {{ toJson .resources }}
+  verbs: ["get"]
+- apiGroups: [{{ .apiGroup | quote }}]
+  resources: [{{ range $index, $resource := .resources }}{{ if $index }}, {{ end }}{{ printf "%s/scale" $resource | quote }}{{ end }}]
+  verbs: ["get", "patch"]
 {{- end }}
+# Events on Servers and Optimizers (Scaled, NotScaled, Optimized, ...).
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+# Other scalers of a target, refused rather than fought.
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["list"]
+- apiGroups: ["keda.sh"]
+  resources: ["scaledobjects"]
+  verbs: ["list"]
 {{- end -}}
 
 {{/* The labels block of one alert: `severity`, then metrics.prometheusRule.alertLabels (which cannot replace it). */}}
@@ -219,4 +254,9 @@ labels:
 {{- with .rule.runbookBaseURL -}}
 runbook_url: {{ printf "%s#%s" (trimSuffix "/" .) (lower $.alert) | quote }}
 {{- end -}}
+{{- end -}}
+
+{{/* The namespaces of Inferno objects: inferno.namespaces, else reconciler.watchNamespaces; empty means all. */}}
+{{- define "modelbooster.inferno.namespaces" -}}
+{{- join "," (.Values.inferno.namespaces | default .Values.reconciler.watchNamespaces) -}}
 {{- end -}}

@@ -12,11 +12,13 @@ import pytest
 from pydantic import ValidationError
 
 from reconciler.inferno.controller import optimizer_interval
+from reconciler.inferno.kinds import MODEL_SERVING
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, LoadQueries, LoadQueryError
 from reconciler.inferno.prometheus import PrometheusSettings, PrometheusSettingsError, QueryFailure, parse_number
+from reconciler.inferno.rivals import _binding
 from reconciler.inferno.settings import InfernoSettingsError, add_inferno_arguments, inferno_settings_from_args
 from reconciler.inferno.stabilizer import Stabilizer
-from reconciler.inferno.targets import Bounds, _binding_targets
+from reconciler.inferno.targets import Bounds
 from shared.api import inferno as api
 
 
@@ -77,11 +79,12 @@ def test_prometheus_settings_name_the_flag_at_fault(tmp_path: Any) -> None:
 # --- query templates -------------------------------------------------------------------------------------
 
 
-def test_the_default_queries_read_vllm_metrics_of_the_model_in_the_namespace() -> None:
+def test_the_default_queries_read_vllm_metrics_of_the_target_else_of_the_model_in_the_namespace() -> None:
     queries = LoadQueries()
-    rendered = queries.render(DEFAULT_ARRIVAL_QUERY, namespace="serving", model="llama", server="s", target="t")
+    rendered = queries.render(DEFAULT_ARRIVAL_QUERY, namespace="serving", model="llama", server="s", target="m-a")
     assert rendered == (
-        'sum(rate(vllm:request_success_total{namespace="serving",model_name="llama"}[2m])) * 60'
+        '(sum(rate(vllm:request_success_total{namespace="serving",modelserving="m-a",role!="prefill"}[2m]))'
+        ' or sum(rate(vllm:request_success_total{namespace="serving",model_name="llama"}[2m]))) * 60'
     )
 
 
@@ -146,14 +149,19 @@ def test_bounds_clamp() -> None:
 # --- bindings that scale a ModelServing ------------------------------------------------------------------
 
 
+def _names(spec: Any, serving: str) -> bool:
+    return any(s.names(MODEL_SERVING, serving) for s in _binding({"metadata": {"name": "b"}, "spec": spec}))
+
+
 def test_a_binding_names_its_target_in_either_configuration() -> None:
     homogeneous = {"scalingConfiguration": {"target": {"targetRef": {"name": "m-a"}}}}
     heterogeneous = {"optimizerConfiguration": {"params": [{"target": {"targetRef": {"kind": "ModelServing",
                                                                                         "name": "m-b"}}}]}}  # fmt: skip
-    assert _binding_targets(homogeneous, "m-a")
-    assert _binding_targets(heterogeneous, "m-b")
-    assert not _binding_targets(homogeneous, "m-b")
-    assert not _binding_targets({"scalingConfiguration": "nonsense"}, "m-a")
+    assert _names(homogeneous, "m-a")
+    assert _names(heterogeneous, "m-b")
+    assert not _names(homogeneous, "m-b")
+    assert not _names({"scalingConfiguration": "nonsense"}, "m-a")
+    assert not _names({"optimizerConfiguration": {"params": "nonsense"}}, "m-a")
 
 
 # --- API fields ------------------------------------------------------------------------------------------
@@ -268,3 +276,33 @@ def test_a_run_replaces_its_namespaces_series_and_a_lost_leadership_withdraws_th
     assert (desired("a", "s1"), desired("a", "s2"), desired("b", "s3")) == (2, None, 2)
     metrics.withdraw_servers()
     assert (desired("a", "s1"), desired("b", "s3")) == (None, None)
+
+
+# --- credentials ------------------------------------------------------------------------------------------
+
+
+def test_credentials_are_sent_only_over_https(tmp_path: Any) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret")
+    with pytest.raises(PrometheusSettingsError, match=r"credentials \(--prometheus-bearer-token-file\) are sent only"):
+        PrometheusSettings(url="http://prometheus:9090", bearer_token_file=str(token))
+    with pytest.raises(PrometheusSettingsError, match=r"credentials \(user:password\)") as caught:
+        PrometheusSettings(url="http://admin:hunter2@prometheus:9090")
+    assert "hunter2" not in str(caught.value)
+    assert PrometheusSettings(url="https://prometheus:9090", bearer_token_file=str(token)).bearer_token_file
+
+
+def test_the_url_is_shown_without_user_and_password() -> None:
+    settings = PrometheusSettings(url="https://admin:hunter2@prometheus:9090/prom")
+    assert settings.display_url == "https://***@prometheus:9090/prom"
+    assert PrometheusSettings(url="https://prometheus:9090").display_url == "https://prometheus:9090"
+    failure = "Cannot connect to https://admin:hunter2@prometheus:9090/prom/api/v1/query"
+    assert settings.redact(failure) == "Cannot connect to https://***@prometheus:9090/prom/api/v1/query"
+
+
+def test_the_token_flag_does_not_suggest_the_reconcilers_own_token() -> None:
+    parser = argparse.ArgumentParser()
+    add_inferno_arguments(parser, environ={})
+    (action,) = [a for a in parser._actions if "--prometheus-bearer-token-file" in a.option_strings]
+    assert "serviceaccount/token" not in (action.help or "")
+    assert "never the reconciler's ServiceAccount token" in (action.help or "")

@@ -19,7 +19,9 @@ from reconciler.inferno.settings import add_inferno_arguments, inferno_settings_
 from shared.api import inferno as api
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS
 from shared.inferno_validation import parse_inferno_object, validate_inferno_objects
+from shared.scaling_consent import servers_named
 from shared.validation import validate_modelbooster
+from tests.chart.render import container_args, render
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "inferno.md"
@@ -45,7 +47,9 @@ def _of_kind(kind: str) -> list[dict[str, Any]]:
 
 def test_the_model_booster_opts_in_and_passes_admission() -> None:
     (booster,) = _of_kind("ModelBooster")
-    assert booster["metadata"]["annotations"] == {ANNOTATION_EXTERNAL_REPLICAS: "true"}
+    names = {server["metadata"]["name"] for server in _of_kind("Server")}
+    assert booster["metadata"]["annotations"][ANNOTATION_EXTERNAL_REPLICAS] == "true"
+    assert servers_named(booster["metadata"]["annotations"]) == names  # consent for exactly the two Servers
     assert any(b["minReplicas"] < b["maxReplicas"] for b in booster["spec"]["backends"])
     assert validate_modelbooster(booster) == []
 
@@ -68,18 +72,21 @@ def test_the_servers_and_optimizer_form_a_valid_system_with_the_examples() -> No
     assert optimizer.spec.interval == "60s"
 
 
-def test_the_flags_are_taken_and_their_queries_parse() -> None:
-    (values,) = [doc for doc in _documents() if "reconciler" in doc]
-    argv = values["reconciler"]["extraArgs"]
+def test_the_chart_values_are_taken_and_the_default_queries_select_each_backend() -> None:
+    (values,) = [doc for doc in _documents() if "inferno" in doc]
+    rendered = render(values)
+    assert rendered.of_kind("PodMonitor")
+    argv = container_args(rendered.deployment("reconciler"), "reconciler")[1:]
     parser = argparse.ArgumentParser()
     add_inferno_arguments(parser, environ={})
-    settings = inferno_settings_from_args(parser.parse_args(argv), environ={})
+    settings = inferno_settings_from_args(parser.parse_known_args(argv)[0], environ={})
     assert settings.prometheus is not None
     queries = settings.load_queries
     for template in (queries.arrival, queries.length):
-        rendered = queries.render(template, namespace="serving", model="granite-13b", server="s", target="granite-g2")
-        promql.parse(rendered)
-        assert 'modelserving="granite-g2"' in rendered
+        rendered_query = queries.render(template, namespace="serving", model="granite-13b", server="s",
+                                        target="granite-g2")  # fmt: skip
+        promql.parse(rendered_query)
+        assert 'modelserving="granite-g2"' in rendered_query
 
 
 def test_the_keda_scaled_object_scales_the_model_serving_to_the_decision() -> None:
