@@ -84,6 +84,7 @@ from shared.naming import (
 from shared.offered_values import with_offered_values
 from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.ratchet import Ratcheted, ratchet
+from shared.resources import resource_errors
 from shared.schema import structural_schema
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
@@ -568,6 +569,7 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
     yield from _route_model_name_clashes(model)
     yield from _route_limits(backends)
     yield from _duplicates(backends)
+    yield from _container_resources(backends)
 
 
 def _pd_worker_counts(index: int, backend: ModelBackend) -> FieldError | None:
@@ -731,6 +733,16 @@ def _duplicates(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
             if name in seen_env:
                 yield duplicate(f"spec.backends[{i}].env[{j}].name", name)
             seen_env.add(name)
+
+
+def _container_resources(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    """Each worker's resources become its containers': checked as Kubernetes checks them when a pod is created."""
+    for i, backend in enumerate(backends):
+        for j, worker in enumerate(backend.workers):
+            resources = worker.resources
+            if resources is not None:
+                path = f"spec.backends[{i}].workers[{j}].resources"
+                yield from resource_errors(path, limits=resources.limits, requests=resources.requests)
 
 
 # ---------------------------------------------------------------------------------------------------------
