@@ -29,7 +29,8 @@ examples:
   kustomize build . | modelbooster render -f -    the objects the reconciler would create
   source <(modelbooster completion bash)          tab completion (bash; zsh: completion zsh)
 
-exit codes: 0 success; 1 an object is rejected, or the process failed; 2 unusable input or arguments.
+exit codes: 0 success; 1 an object is rejected, or the process failed; 2 unusable input or arguments;
+3 (validate) admitted, but the reconciler will not act on an object (it stays Failed).
 Run `modelbooster COMMAND --help` for a command's options and exit codes."""
 
 # What the process commands' exit codes mean (render and validate define their own, in EXIT_CODES).

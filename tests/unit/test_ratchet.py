@@ -290,9 +290,10 @@ def test_warnings_name_the_field_and_are_one_bounded_printable_line() -> None:
     unsupported = forbidden("spec.rateLimit", "rate limiting of the generated ModelRoute is not supported; "
                                               "manage a ModelRoute yourself")  # fmt: skip
     first, second, summary = carried_warnings([unsupported, long_value])
+    # Not "ignored": the field stays, and the reconciler does not act on the object while it does.
     assert first == (
-        "spec.rateLimit is ignored: rate limiting of the generated ModelRoute is not supported; "
-        "manage a ModelRoute yourself"
+        "unchanged, so admitted: spec.rateLimit: Forbidden: rate limiting of the generated ModelRoute is not "
+        "supported; manage a ModelRoute yourself"
     )
     assert second.startswith('unchanged, so admitted: spec.backends[0].workers[0].config: Invalid value: "x\\nx')
     assert len(second) == MAX_WARNING_CHARS
