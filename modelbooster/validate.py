@@ -69,8 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         choices=OUTPUT_FORMATS,
-        help="print the valid objects (ModelBoosters defaulted) and, for each rejected one, a v1 Status as the "
-        "API server answers (yaml, json), or the names of the valid objects (name)",
+        help="print a report: the admitted objects (ModelBoosters defaulted) and, for each rejected one, a v1 Status "
+        "as the API server answers (yaml, json; for programs, not for kubectl apply), or the names of the admitted "
+        "objects (name)",
     )
     parser.add_argument(
         "--old",
