@@ -14,8 +14,12 @@ refuses them).
 (Kthena v1.0.0: no AutoscalingPolicyBinding; the policy holds the target). Fields that generation's CRDs do not
 declare are left out with a warning on stderr, as the reconciler does for the CRDs a cluster serves.
 
-Exit codes: 0 rendered; 1 a ModelBooster is rejected (the webhook's message on stderr) or cannot be
-synthesized; 2 an input or the arguments are unusable (one line on stderr).
+Two ModelBoosters of one namespace whose children would have the same name (`qwen-fixed` with a backend `cpu`
+and `qwen` with a backend `fixed-cpu`: both `qwen-fixed-cpu`) cannot both be applied: the later one in the input
+is rejected, naming the other (shared/name_collisions.py).
+
+Exit codes: 0 rendered; 1 a ModelBooster is rejected (the webhook's message on stderr; or its children's names
+are another's of the input) or cannot be synthesized; 2 an input or the arguments are unusable (one line on stderr).
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ from reconciler.modelbooster.synthesis import (
     SynthesisSettings,
     synthesize,
 )
+from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import DEFAULT_GENERATION, UNDECLARED_FIELDS, Generation
 from shared.defaults import apply_defaults
-from shared.errors import ValidationFailed
+from shared.errors import ValidationFailed, format_denial
+from shared.name_collisions import Member, collisions
 from shared.validation import parse_defaulted
 
 EXIT_RENDERED = 0
@@ -117,19 +123,24 @@ def _run(args: argparse.Namespace) -> int:
     one_source = len({manifest.source for manifest in manifests}) <= 1
     children: list[dict[str, Any]] = []
     failed = False
+    members: list[tuple[Member, str]] = []  # each ModelBooster that passed, and how messages name its document
     for manifest in selection.modelboosters:
         where = manifest.where.split(": ", 1)[1] if one_source else manifest.where
         display = display_name(manifest.obj, namespaced=namespaced)
         label = f"{where} ({display})"
         try:
-            children.extend(
-                _render_one(
-                    manifest, settings=settings, generation=generation, label=label if several else ""
-                )
-            )
+            booster = _parse_one(manifest, label=label if several else "")
+            children.extend(_synthesize_one(booster, settings=settings, generation=generation,
+                                            label=label if several else ""))  # fmt: skip
         except _RenderFailed as error:
             failed = True
             print(str(error), file=sys.stderr)
+            continue
+        members.append((Member(namespace=str(booster.metadata.namespace), display=display, booster=booster), label))
+    for (_, label), errors in zip(members, collisions([member for member, _ in members]), strict=True):
+        if errors:
+            failed = True
+            print(f"{label}:\n{format_denial(errors)}", file=sys.stderr)
     if failed:
         return EXIT_INVALID
     output = args.output or "yaml"
@@ -138,18 +149,22 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_RENDERED
 
 
-def _render_one(
-    manifest: Manifest, *, settings: SynthesisSettings, generation: Generation, label: str
-) -> list[dict[str, Any]]:
-    document = manifest.obj
+def _parse_one(manifest: Manifest, *, label: str) -> ModelBooster:
+    """The ModelBooster defaulted and validated as admission would, or _RenderFailed with the webhook's message."""
     prefix = f"{label}: " if label else ""
-    defaulted = apply_defaults(document)
+    defaulted = apply_defaults(manifest.obj)
     for warning in defaulted.warnings:
         print(f"Warning: {prefix}{warning}", file=sys.stderr)
     try:
-        booster = parse_defaulted(defaulted.obj)
+        return parse_defaulted(defaulted.obj)
     except ValidationFailed as error:
         raise _RenderFailed(f"{label}:\n{error}" if label else str(error)) from None
+
+
+def _synthesize_one(
+    booster: ModelBooster, *, settings: SynthesisSettings, generation: Generation, label: str
+) -> list[dict[str, Any]]:
+    prefix = f"{label}: " if label else ""
     try:
         children = synthesize(booster, settings, generation=generation)
     except SynthesisError as error:

@@ -5,7 +5,9 @@ webhook would); with `--old`, as an UPDATE of the stored object, so unchanged fi
 warnings, not errors. Inferno objects (`inferno.platform.ai`) get the checks the reconciler's Inferno
 controller applies (shared/inferno_validation.py): each object against its model, then the objects of each
 namespace together (names unique, every Server's class, model and accelerator defined among them).
-Documents of other kinds are skipped and counted on stderr (`--other-kinds=error` refuses them).
+Documents of other kinds are skipped and counted on stderr (`--other-kinds=error` refuses them). Two
+ModelBoosters of one namespace whose children would have the same name cannot both be applied: the later one in
+the input is rejected, naming the other (shared/name_collisions.py).
 
 Exit codes: 0 all valid, and the reconciler acts on each; 1 at least one is rejected (the webhook's message is
 printed on stderr); 2 an input itself is unusable (missing, not YAML, empty, a ModelBooster of another
@@ -22,6 +24,7 @@ import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelbooster.gc_pause import cycle_collection_paused
@@ -37,9 +40,12 @@ from modelbooster.manifests import (
 )
 from modelbooster.output import OUTPUT_FORMATS, denial_status, format_objects, invalid_status
 from shared.api import inferno as inferno_api
-from shared.defaults import apply_defaults
+from shared.api.modelbooster import ModelBooster
+from shared.decoding import decode
+from shared.defaults import Defaulted, apply_defaults
 from shared.errors import FieldError, format_denial
 from shared.inferno_validation import InfernoIssue, InfernoObjectError, parse_inferno_object, validate_inferno_objects
+from shared.name_collisions import Member, collisions
 from shared.ratchet import carried_warnings
 from shared.validation import validate_modelbooster, validate_update
 
@@ -106,10 +112,12 @@ def _run(args: argparse.Namespace) -> int:
     printed: dict[int, dict[str, Any]] = {}  # by position in the input, so output keeps the input's order
     position = {id(manifest): index for index, manifest in enumerate(manifests)}
     verdicts: list[int] = [EXIT_VALID]
-    for manifest in selection.modelboosters:
-        verdict, result = _validate_modelbooster(manifest, old=old, labels=labels, output=args.output)
+    checks = [_check_modelbooster(manifest, old=old) for manifest in selection.modelboosters]
+    _add_collisions(checks, labels=labels)
+    for check in checks:
+        verdict, result = _report_modelbooster(check, labels=labels, output=args.output)
         verdicts.append(verdict)
-        printed[position[id(manifest)]] = result
+        printed[position[id(check.manifest)]] = result
     for manifest, result in _validate_inferno(selection.inferno, labels=labels, output=args.output):
         verdicts.append(EXIT_INVALID if result.get("kind") == "Status" else EXIT_VALID)
         printed[position[id(manifest)]] = result
@@ -143,36 +151,60 @@ class _Labels:
         return f"{self.header(manifest, kind=kind)}: " if self.several else ""
 
 
-def _validate_modelbooster(
-    manifest: Manifest, *, old: Mapping[str, Any] | None, labels: _Labels, output: str | None
-) -> tuple[int, dict[str, Any]]:
-    """The verdict (an exit code) and the object `-o` prints: the defaulted one, or a Status when rejected."""
-    document = manifest.obj
-    label = labels.prefix(manifest)
-    defaulted = apply_defaults(document)
-    for warning in defaulted.warnings:
-        print(f"Warning: {label}{warning}", file=sys.stderr)
-    stored = old if old is not None and _same_object(old, document) else None
-    carried: list[FieldError] = []
+@dataclass
+class _Checked:
+    """A ModelBooster document as admission sees it: defaulted, then validated (as an UPDATE with `--old`)."""
+
+    manifest: Manifest
+    defaulted: Defaulted
+    errors: list[FieldError]
+    carried: list[FieldError] = field(default_factory=list)
+
+
+def _check_modelbooster(manifest: Manifest, *, old: Mapping[str, Any] | None) -> _Checked:
+    defaulted = apply_defaults(manifest.obj)
+    stored = old if old is not None and _same_object(old, manifest.obj) else None
     if stored is None:
-        errors = validate_modelbooster(defaulted.obj)
-    else:
-        verdict = validate_update(defaulted.obj, old=stored)
-        errors, carried = verdict.errors, verdict.carried
-        for warning in carried_warnings(carried):
-            print(f"Warning: {label}{warning}", file=sys.stderr)
-    if errors:
+        return _Checked(manifest, defaulted, errors=validate_modelbooster(defaulted.obj))
+    verdict = validate_update(defaulted.obj, old=stored)
+    return _Checked(manifest, defaulted, errors=verdict.errors, carried=verdict.carried)
+
+
+def _add_collisions(checks: Sequence[_Checked], *, labels: _Labels) -> None:
+    """Refuse a ModelBooster whose children would take names an earlier one of the input generates, as the
+    cluster would when both are applied (shared/name_collisions.py). Only those the reconciler acts on count."""
+    members: list[tuple[_Checked, Member]] = []
+    for check in checks:
+        if check.errors or check.carried:
+            continue
+        booster, _ = decode(ModelBooster, check.defaulted.obj)
+        if booster is not None:
+            namespace = booster.metadata.namespace or ""
+            members.append((check, Member(namespace=namespace, display=labels.display(check.manifest.obj),
+                                          booster=booster)))  # fmt: skip
+    for (check, _), errors in zip(members, collisions([member for _, member in members]), strict=True):
+        check.errors.extend(errors)
+
+
+def _report_modelbooster(check: _Checked, *, labels: _Labels, output: str | None) -> tuple[int, dict[str, Any]]:
+    """Print what admission would say; the verdict (an exit code) and the object `-o` prints: the defaulted one,
+    or a Status when rejected."""
+    manifest, document = check.manifest, check.manifest.obj
+    label = labels.prefix(manifest)
+    for warning in [*check.defaulted.warnings, *carried_warnings(check.carried)]:
+        print(f"Warning: {label}{warning}", file=sys.stderr)
+    if check.errors:
         if labels.several:
             print(f"{labels.header(manifest)}:", file=sys.stderr)
-        print(format_denial(errors), file=sys.stderr)
-        return EXIT_INVALID, denial_status(document, display=labels.display(document), errors=errors)
-    if carried:
+        print(format_denial(check.errors), file=sys.stderr)
+        return EXIT_INVALID, denial_status(document, display=labels.display(document), errors=check.errors)
+    if check.carried:
         if output is None:
-            print(f"{labels.display(document)}: {_not_reconciled(len(carried))}")
-        return EXIT_NOT_RECONCILED, defaulted.obj
+            print(f"{labels.display(document)}: {_not_reconciled(len(check.carried))}")
+        return EXIT_NOT_RECONCILED, check.defaulted.obj
     if output is None:
         print(f"{labels.display(document)}: valid")
-    return EXIT_VALID, defaulted.obj
+    return EXIT_VALID, check.defaulted.obj
 
 
 def _not_reconciled(count: int) -> str:
