@@ -87,8 +87,10 @@ from shared.external_scaling import (
 )
 from shared.gotext import go_quote
 from shared.naming import (
+    SUBDOMAIN_DETAIL,
     backend_resource_name,
     is_dns1123_label,
+    is_dns1123_subdomain,
     lora_downloader_name,
     model_downloader_name,
     ray_worker_container_name,
@@ -584,6 +586,10 @@ def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
 
 
 def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
+    name = model.metadata.name
+    named = not name or is_dns1123_subdomain(name)
+    if not named:  # kube-apiserver refuses it before any webhook; the CLI must say so too
+        yield invalid("metadata.name", name, SUBDOMAIN_DETAIL)
     external = (model.metadata.annotations or {}).get(ANNOTATION_EXTERNAL_REPLICAS)
     if external is not None and external not in EXTERNAL_REPLICAS_VALUES:
         yield invalid(
@@ -640,7 +646,8 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
                 yield invalid(
                     f"spec.backends[{i}].workers", backend.name, f"invalid kv connector configuration: {kv_error}"
                 )
-    yield from _generated_names(model.metadata.name or "", backends)
+    if named:  # else the names made of it are wrong for the same reason, said once
+        yield from _generated_names(model.metadata.name or "", backends)
     yield from _route_model_name_clashes(model)
     yield from _route_limits(backends)
     yield from _duplicates(backends)

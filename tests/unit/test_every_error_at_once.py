@@ -193,3 +193,14 @@ def test_the_cli_and_its_status_report_list_them_all(
 def test_a_short_name_one_edit_off_is_named_though_not_close_by_ratio() -> None:
     # `enw` shares two letters of three with `env`: below difflib's ratio, one edit away.
     assert lines(modelbooster(backend(enw=[]))) == [f'spec.backends[0].enw: {UNDECLARED}; did you mean "env"?']
+
+
+def test_an_object_name_kube_apiserver_refuses_is_refused_once() -> None:
+    """kube-apiserver refuses it before any webhook; offline, the CLI says it (and not again through every name
+    made of it)."""
+    assert lines(modelbooster(name="Qwen_Small")) == [
+        'metadata.name: Invalid value: "Qwen_Small": a lowercase RFC 1123 subdomain must consist of lower case '
+        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    ]
