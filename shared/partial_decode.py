@@ -25,6 +25,7 @@ failures (a hostile object): its answer then lists the schema errors alone, as b
 from __future__ import annotations
 
 import copy
+import marshal
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ def decode_partially(
 ) -> Partial:
     """Repair a copy of `obj`, which fails to decode with `details`, until it decodes (see the module docstring).
     A field at a path in `kept` is stood in for rather than left out: its presence decides how the rest reads."""
-    repaired: dict[str, Any] = copy.deepcopy(dict(obj))
+    repaired = json_copy(obj)
     if len(details) > MAX_REPAIRED:
         return Partial(None, repaired, ())
     schema = structural_schema(model)
@@ -90,6 +91,16 @@ def decode_partially(
         if typed is not None:
             return Partial(typed, repaired, tuple(repairs))
     return Partial(None, repaired, tuple(repairs))
+
+
+def json_copy(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object: in C (`marshal`) for what JSON and YAML decode to, `copy` for anything else.
+    An object at the webhook's bound (50,000 values) is copied in a few milliseconds instead of thirty."""
+    try:
+        copied: dict[str, Any] = marshal.loads(marshal.dumps(dict(obj)))
+    except ValueError:  # a value marshal does not know (not from JSON or YAML)
+        copied = copy.deepcopy(dict(obj))
+    return copied
 
 
 def trusted(error: FieldError, repairs: Sequence[Repair]) -> bool:

@@ -24,7 +24,6 @@ at the paths the user wrote (`spec.backend...`).
 
 from __future__ import annotations
 
-import copy
 import functools
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
@@ -96,7 +95,7 @@ from shared.naming import (
     ray_worker_container_name,
 )
 from shared.offered_values import with_offered_values
-from shared.partial_decode import Partial, Repair, decode_partially, stand_in_at, trusted
+from shared.partial_decode import Partial, Repair, decode_partially, json_copy, stand_in_at, trusted
 from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.ratchet import Ratcheted, ratchet
 from shared.resources import resource_errors
@@ -237,7 +236,7 @@ def _readable_shape(raw: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[Repai
     """A copy of an object whose shape leaves open how it is read (`shape_errors`), made to choose one: the
     list of backends when it names none (a stand-in), the single backend when it names both, and a single
     backend's replica form; with the repairs made, so that no rule's error about them is reported."""
-    readable = copy.deepcopy(dict(raw))
+    readable = json_copy(raw)
     spec = readable["spec"]
     schema = _booster_schema()
     single, listed = spec.get(SINGLE_FIELD) is not None, spec.get(LIST_FIELD) is not None
