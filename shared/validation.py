@@ -203,7 +203,6 @@ def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[Fie
     schema_errors = field_errors(details, model=ModelBooster, limit=MAX_COLLECTED_ERRORS) if details else []
     hinted = with_shape_hints(schema_errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
     errors = [*shape, *refused_policy, *with_offered_values(hinted)]
-    errors = with_missing_hints(errors, obj=raw, schema=_booster_schema(), choices=_SHAPE_CHOICES)
     partial = Partial(model, dict(readable), ()) if model is not None else (
         decode_partially(ModelBooster, readable, details, kept=_SHAPE_FIELDS)
     )  # fmt: skip
@@ -211,7 +210,8 @@ def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[Fie
         repairs = (*shape_repairs, *partial.repairs)
         found = _rule_errors(partial.model, partial.obj, limit=MAX_COLLECTED_ERRORS - len(errors))
         errors.extend(error for error in found if trusted(error, repairs))
-    return None, errors
+    # A field missing beside its likely typo, whether the schema or a rule requires it (`scalingcost`).
+    return None, with_missing_hints(errors, obj=raw, schema=_booster_schema(), choices=_SHAPE_CHOICES)
 
 
 def _rule_errors(model: ModelBooster, raw: Mapping[str, Any], *, limit: int) -> list[FieldError]:

@@ -204,3 +204,13 @@ def test_an_object_name_kube_apiserver_refuses_is_refused_once() -> None:
         "'example.com', regex used for validation is "
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
     ]
+
+
+def test_a_field_a_rule_requires_names_its_likely_typo_too() -> None:
+    misspelt = scaled("a", scaleToZeroGracePeriod="30s")
+    misspelt["scalingcost"] = misspelt.pop("scalingCost")
+    assert lines(model_level(misspelt)) == [
+        f'spec.backends[0].scalingcost: {UNDECLARED}; did you mean "scalingCost"?',
+        "spec.backends[0].scalingCost: Required value: cost must be provided when model-level autoscaling is set; "
+        'found "scalingcost": did you mean "scalingCost"?',
+    ]
