@@ -60,9 +60,31 @@ def resource_errors(
     path: str, *, limits: Mapping[str, int | str] | None, requests: Mapping[str, int | str] | None
 ) -> list[FieldError]:
     """The errors of one container's `resources` at `path` (its quantities decoded already)."""
-    # Nearly every container asks for a few resources in valid amounts, and every admission runs this: a
-    # quantity is read as a number only when it is negative, extended or compared with a limit written
-    # differently, and a name is judged once per process (`_kind`).
+    # Every admission runs this, and nearly every container asks for a few resources in valid amounts, the
+    # same few in every object: each entry is judged once per process (`_fine`), and only a container with an
+    # entry that is not fine is looked at again, to say what is wrong.
+    if all_fine(limits, requests):
+        return []
+    return _errors(path, limits=limits, requests=requests)
+
+
+def all_fine(limits: Mapping[str, int | str] | None, requests: Mapping[str, int | str] | None) -> bool:
+    """Whether `resource_errors` finds nothing, decided at the cost of a cached lookup per entry. Loops, not all()
+    over generators: this runs for every worker of every admission."""
+    if limits:
+        for name, quantity in limits.items():
+            if not _fine(name, quantity, None):
+                return False
+    if requests:
+        for name, quantity in requests.items():
+            if not _fine(name, quantity, limits.get(name, _NO_LIMIT) if limits else _NO_LIMIT):
+                return False
+    return True
+
+
+def _errors(
+    path: str, *, limits: Mapping[str, int | str] | None, requests: Mapping[str, int | str] | None
+) -> list[FieldError]:
     errors: list[FieldError] = []
     refused: set[str] = set()
     for part, quantities in (("limits", limits), ("requests", requests)):
@@ -107,6 +129,17 @@ def _requests_within_limits(
 
 # The names nearly every container uses, known to be valid.
 _COMMON: Final = frozenset(STANDARD_CONTAINER_RESOURCES)
+# A request's limit when there is none (None stands for "a limit, not a request").
+_NO_LIMIT: Final = ""
+
+
+@functools.lru_cache(maxsize=1024)
+def _fine(name: str, quantity: int | str, limit: int | str | None) -> bool:
+    """Whether one entry raises no error: a limit (`limit` None), or a request beside its limit (or `_NO_LIMIT`)."""
+    return not _errors(
+        "", limits={name: quantity} if limit is None else ({} if limit == _NO_LIMIT else {name: limit}),
+        requests=None if limit is None else {name: quantity},
+    )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1024)

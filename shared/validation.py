@@ -98,7 +98,7 @@ from shared.offered_values import with_offered_values
 from shared.partial_decode import Partial, Repair, decode_partially, json_copy, stand_in_at, trusted
 from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.ratchet import Ratcheted, ratchet
-from shared.resources import resource_errors
+from shared.resources import all_fine, resource_errors
 from shared.schema import structural_schema
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
@@ -824,9 +824,9 @@ def _container_resources(backends: Sequence[ModelBackend]) -> Iterator[FieldErro
     for i, backend in enumerate(backends):
         for j, worker in enumerate(backend.workers):
             resources = worker.resources
-            if resources is not None:
+            if resources is not None and not all_fine(limits := resources.limits, requests := resources.requests):
                 path = f"spec.backends[{i}].workers[{j}].resources"
-                yield from resource_errors(path, limits=resources.limits, requests=resources.requests)
+                yield from resource_errors(path, limits=limits, requests=requests)
 
 
 # ---------------------------------------------------------------------------------------------------------
