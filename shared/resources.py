@@ -15,6 +15,7 @@ rules are those of Kubernetes' container validation, with its messages:
 
 from __future__ import annotations
 
+import decimal
 import functools
 import re
 from collections.abc import Iterator, Mapping
@@ -73,13 +74,26 @@ def all_fine(limits: Mapping[str, int | str] | None, requests: Mapping[str, int 
     over generators: this runs for every worker of every admission."""
     if limits:
         for name, quantity in limits.items():
-            if not _fine(name, quantity, None):
+            if not (_small(name) and _small(quantity) and _fine(name, quantity, None)):
                 return False
     if requests:
         for name, quantity in requests.items():
-            if not _fine(name, quantity, limits.get(name, _NO_LIMIT) if limits else _NO_LIMIT):
+            limit = limits.get(name, _NO_LIMIT) if limits else _NO_LIMIT
+            if not (_small(name) and _small(quantity) and _small(limit) and _fine(name, quantity, limit)):
                 return False
     return True
+
+
+# Verdicts are cached for the few names and amounts every object repeats; a key of the user's that is long is
+# judged without the cache, which must not hold on to megabytes of someone's text.
+_SMALL_TEXT: Final = 64
+_SMALL_NUMBER: Final = 2**63
+
+
+def _small(value: object) -> bool:
+    if type(value) is str:
+        return len(value) <= _SMALL_TEXT
+    return type(value) is int and -_SMALL_NUMBER <= value < _SMALL_NUMBER
 
 
 def _errors(
@@ -142,13 +156,21 @@ def _fine(name: str, quantity: int | str, limit: int | str | None) -> bool:
     )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=1024)
 def _value(quantity: int | str) -> Decimal:
     """The number a quantity stands for; cached, since a few amounts ("4", "16Gi") recur in every object."""
-    return quantity_value(quantity)
+    return _cached_value(quantity) if _small(quantity) else _exact_value(quantity)
 
 
-@functools.lru_cache(maxsize=1024)
+def _exact_value(quantity: int | str) -> Decimal:
+    # Every digit counts (`1111…1.5` is not whole): decimal's default context keeps 28.
+    with decimal.localcontext() as context:
+        context.prec = max(context.prec, len(str(quantity)) + 24)
+        return quantity_value(quantity)
+
+
+_cached_value = functools.lru_cache(maxsize=1024)(_exact_value)
+
+
 def _order(request: int | str, limit: int | str) -> int:
     """-1, 0 or 1 as the request is below, equal to or above the limit."""
     a, b = _value(request), _value(limit)
@@ -186,9 +208,15 @@ class _Kind:
     overcommit: bool
 
 
-@functools.lru_cache(maxsize=256)
 def _kind(name: str) -> _Kind:
+    return _cached_kind(name) if _small(name) else _judged(name)
+
+
+def _judged(name: str) -> _Kind:
     return _Kind(problem=_name_problem(name), extended=is_extended(name), overcommit=_overcommit_allowed(name))
+
+
+_cached_kind = functools.lru_cache(maxsize=256)(_judged)
 
 
 def _name_problem(name: str) -> str | None:

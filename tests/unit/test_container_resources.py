@@ -49,6 +49,10 @@ def test_an_extended_resource_is_a_whole_number() -> None:
         f'{AT}.limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer',
         f'{AT}.requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer',
     ]
+    # Every digit counts, past decimal's default 28.
+    assert lines({"limits": {"nvidia.com/gpu": "1" * 30 + ".5"}}) == [
+        f'{AT}.limits[nvidia.com/gpu]: Invalid value: "{"1" * 30}.5": must be an integer'
+    ]
     # CPU is not an extended resource: fractions are its everyday form.
     assert lines({"limits": {"cpu": "0.5"}}) == []
 
@@ -95,3 +99,17 @@ def test_a_single_backend_reports_at_its_own_path() -> None:
     assert [error.render() for error in validate_modelbooster(single_modelbooster(one))] == [
         'spec.backend.workers[0].resources.limits[nvidia.com/gpu]: Invalid value: "0.5": must be an integer'
     ]
+
+
+def test_long_text_is_judged_but_never_kept_in_a_cache() -> None:
+    """Verdicts are cached for the few names and amounts every object repeats; a hostile object's megabyte of
+    text must not stay in memory after its request."""
+    from shared import resources
+
+    name, amount = "example.com/" + "x" * 100_000, "1" * 100_000
+    before = (resources._cached_kind.cache_info().currsize, resources._cached_value.cache_info().currsize)
+    found = lines({"limits": {name: 1, "nvidia.com/gpu": amount + ".5"}})
+    assert [line.split(": ", 2)[1] for line in found] == ["Invalid value", "Invalid value"]
+    assert found[1].endswith("must be an integer")
+    after = (resources._cached_kind.cache_info().currsize, resources._cached_value.cache_info().currsize)
+    assert after == before
