@@ -95,7 +95,7 @@ from shared.naming import (
     ray_worker_container_name,
 )
 from shared.offered_values import with_offered_values
-from shared.partial_decode import Partial, Repair, decode_partially, json_copy, stand_in_at, trusted
+from shared.partial_decode import Partial, Repair, Trust, decode_partially, json_copy, stand_in_at
 from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.ratchet import Ratcheted, ratchet
 from shared.resources import all_fine, resource_errors
@@ -207,9 +207,9 @@ def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[Fie
         decode_partially(ModelBooster, readable, details, kept=_SHAPE_FIELDS)
     )  # fmt: skip
     if partial.model is not None and len(errors) < MAX_COLLECTED_ERRORS:
-        repairs = (*shape_repairs, *partial.repairs)
+        trust = Trust((*shape_repairs, *partial.repairs))
         found = _rule_errors(partial.model, partial.obj, limit=MAX_COLLECTED_ERRORS - len(errors))
-        errors.extend(error for error in found if trusted(error, repairs))
+        errors.extend(error for error in found if trust.trusts(error))
     # A field missing beside its likely typo, whether the schema or a rule requires it (`scalingcost`).
     return None, with_missing_hints(errors, obj=raw, schema=_booster_schema(), choices=_SHAPE_CHOICES)
 
