@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from process.build import version
-
 PROG = "modelbooster"
 
 DESCRIPTION = """\
@@ -29,7 +27,8 @@ examples:
   kustomize build . | modelbooster render -f -    the objects the reconciler would create
   source <(modelbooster completion bash)          tab completion (bash; zsh: completion zsh)
 
-exit codes: 0 success; 1 an object is rejected, or the process failed; 2 unusable input or arguments.
+exit codes: 0 success; 1 an object is rejected, or the process failed; 2 unusable input or arguments;
+3 (validate) admitted, but the reconciler will not act on an object (it stays Failed).
 Run `modelbooster COMMAND --help` for a command's options and exit codes."""
 
 # What the process commands' exit codes mean (render and validate define their own, in EXIT_CODES).
@@ -38,6 +37,20 @@ SERVER_EXIT_CODES: Mapping[int, str] = {
     1: "failed while running (a listener cannot bind, the API server cannot be reached, ...)",
     2: "unusable flags or environment variables (one line on stderr)",
 }
+
+
+class _VersionAction(argparse.Action):
+    """`--version`, reading the installed package's metadata only when asked: importing `importlib.metadata`
+    costs a fifth of a second of CPU on some machines, and `completion` runs from every new shell."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, help=str(kwargs["help"]))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object, **__: object) -> None:
+        from process.build import version
+
+        sys.stdout.write(f"{PROG} {version()}\n")
+        parser.exit()
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -80,7 +93,7 @@ def _certs() -> _Command:
 def _completion() -> _Command:
     from modelbooster import completion
 
-    return completion.Command(root_parser=build_parser)
+    return completion.Command()
 
 
 def _webhook() -> _Command:
@@ -135,7 +148,7 @@ def build_parser(loader: Callable[[str], _Command] = _load, *, only: str | None 
     """The full parser; with `only`, import just that command's module (the others stay listed in --help;
     `only=""` imports none, for the top-level help)."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=_HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for name, command_info in COMMANDS.items():
         command_parser = sub.add_parser(

@@ -8,35 +8,44 @@ options with a fixed set of values complete those values. zsh loads the bash fun
     source <(modelbooster completion bash)          # this shell
     modelbooster completion bash > /etc/bash_completion.d/modelbooster
     modelbooster completion zsh > "${fpath[1]}/_modelbooster"
+
+The script is generated once, when the parsers change (`python scripts/completion_script.py --write`, which
+writes modelbooster/completion_script.py; a test fails while it is stale), and the command prints it: building
+every command's parser imports every command's module (the webhook, the reconciler, SciPy...), over a second of
+CPU, which each new shell that sources the script from its `.bashrc` would pay.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from modelbooster.completion_script import BASH
 
 SHELLS = ("bash", "zsh")
 _PATH_METAVARS = ("FILE", "DIR", "PATH")
+_ZSH_PREAMBLE = "#compdef modelbooster\nautoload -U +X bashcompinit && bashcompinit\n"
 
 
 @dataclass(frozen=True)
 class Command:
-    """The subcommand, given the root parser by whoever owns it: importing the CLI from here would make the two
-    modules import each other."""
-
-    # A factory rather than a parser: the CLI builds its parser for the chosen command only, while the script
-    # needs every command with all of its options (each command's module imported), built only when it runs.
-    root_parser: Callable[[], argparse.ArgumentParser]
+    """The subcommand: prints the script generated from the parsers (modelbooster/completion_script.py)."""
 
     @staticmethod
     def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
 
-    def run(self, args: argparse.Namespace) -> int:
-        sys.stdout.write(script(self.root_parser(), shell=args.shell))
+    @staticmethod
+    def run(args: argparse.Namespace) -> int:
+        sys.stdout.write(for_shell(BASH, shell=args.shell))
         return 0
+
+
+def for_shell(bash: str, *, shell: str) -> str:
+    """The bash script as `shell` loads it."""
+    return _ZSH_PREAMBLE + bash if shell == "zsh" else bash
 
 
 @dataclass(frozen=True)
@@ -87,10 +96,8 @@ def _command_words(name: str, parser: argparse.ArgumentParser) -> _CommandWords:
 
 
 def script(parser: argparse.ArgumentParser, *, shell: str) -> str:
-    body = "\n".join(_bash_lines(parser)) + "\n"
-    if shell == "zsh":
-        return "#compdef modelbooster\nautoload -U +X bashcompinit && bashcompinit\n" + body
-    return body
+    """The script for `shell`, generated from `parser` (the full parser, every command's options in it)."""
+    return for_shell("\n".join(_bash_lines(parser)) + "\n", shell=shell)
 
 
 def _bash_lines(parser: argparse.ArgumentParser) -> Iterator[str]:

@@ -1,8 +1,9 @@
 """What `render` and `validate` print with `-o`: objects as YAML or JSON, `-o name`, and denials as objects.
 
-A rejected object is written the way the API server answers a rejected write: a `v1` `Status` with
-`reason: Invalid`, `code: 422` and one `details.causes` entry per field error (the same causes the webhook
-returns), so a program reading `-o json` or `-o yaml` sees every result in one stream. `-o name` prints
+In `validate`'s report, a rejected object is written the way the API server answers a rejected write: a `v1`
+`Status` with `reason: Invalid`, `code: 422` and one `details.causes` entry per field error (the same causes the
+webhook returns), so a program reading `-o json` or `-o yaml` sees every result in one stream. `render`'s output
+feeds `kubectl apply` and never holds a Status. `-o name` prints
 `<kind>.<group>/<name>` per object, like `kubectl ... -o name`.
 """
 

@@ -3,17 +3,23 @@
 Each ModelBooster read is defaulted and validated exactly as admission would do it, then synthesized
 with the same function the reconciler uses; the children are printed as a YAML stream (or a JSON `List`, or
 their names) in the reconciler's order. No child is printed unless every ModelBooster renders, so
-`modelbooster render -f x.yaml | kubectl apply -f -` never applies half a model; with `-o yaml|json` given, each
-rejected ModelBooster is printed instead as a v1 Status, as the API server answers. Documents of other kinds
-are skipped and counted on stderr (`--other-kinds=error` refuses them).
+`modelbooster render -f x.yaml | kubectl apply -f -` never applies half a model. Whatever `-o` says, stdout holds
+children only: a rejection is reported on stderr, never as an object in the stream, since a v1 Status piped into
+`kubectl apply` is an object it tries to apply (`modelbooster validate -o json|yaml` is the report that holds
+one Status per rejection). Documents of other kinds are skipped and counted on stderr (`--other-kinds=error`
+refuses them).
 
 `--generation` picks the shape of Kthena's child CRDs the children are for (shared/autoscaling_generations.py):
 `v0.1` (default: the child CRDs this chart ships, Kthena v0.1.0's), `v0.2` (Kthena v0.2.0 to v0.4.0) or `v1.0`
 (Kthena v1.0.0: no AutoscalingPolicyBinding; the policy holds the target). Fields that generation's CRDs do not
 declare are left out with a warning on stderr, as the reconciler does for the CRDs a cluster serves.
 
-Exit codes: 0 rendered; 1 a ModelBooster is rejected (the webhook's message on stderr) or cannot be
-synthesized; 2 an input or the arguments are unusable (one line on stderr).
+Two ModelBoosters of one namespace whose children would have the same name (`qwen-fixed` with a backend `cpu`
+and `qwen` with a backend `fixed-cpu`: both `qwen-fixed-cpu`) cannot both be applied: the later one in the input
+is rejected, naming the other (shared/name_collisions.py).
+
+Exit codes: 0 rendered; 1 a ModelBooster is rejected (the webhook's message on stderr; or its children's names
+are another's of the input) or cannot be synthesized; 2 an input or the arguments are unusable (one line on stderr).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 from modelbooster.gc_pause import cycle_collection_paused
 from modelbooster.inputs import add_input_arguments, read_inputs
 from modelbooster.manifests import Manifest, ManifestError, display_name, several_namespaces
-from modelbooster.output import OUTPUT_FORMATS, denial_status, format_objects, invalid_status
+from modelbooster.output import OUTPUT_FORMATS, format_objects
 from reconciler.modelbooster.synthesis import (
     DEFAULT_DOWNLOADER_IMAGE,
     DEFAULT_RUNTIME_IMAGE,
@@ -34,9 +40,11 @@ from reconciler.modelbooster.synthesis import (
     SynthesisSettings,
     synthesize,
 )
+from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import DEFAULT_GENERATION, UNDECLARED_FIELDS, Generation
 from shared.defaults import apply_defaults
-from shared.errors import ValidationFailed
+from shared.errors import ValidationFailed, format_denial
+from shared.name_collisions import Member, collisions
 from shared.validation import parse_defaulted
 
 EXIT_RENDERED = 0
@@ -61,8 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         choices=OUTPUT_FORMATS,
-        help="output format (default: yaml); given as yaml or json, a rejected ModelBooster is printed as a v1 "
-        "Status (without -o, stdout stays empty then, for `| kubectl apply -f -`)",
+        help="output format (default: yaml); only children are printed, and none when a ModelBooster is rejected "
+        "(the reason on stderr), so that `| kubectl apply -f -` applies all or nothing; for a Status per rejection, "
+        "use validate -o json",
     )
     parser.add_argument(
         "-n",
@@ -88,12 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _RenderFailed(Exception):
-    """A ModelBooster that admission rejects or synthesis cannot build; the message is what to print, and
-    `status` the v1 Status that `-o yaml|json` prints for it."""
-
-    def __init__(self, message: str, *, status: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.status = status
+    """A ModelBooster that admission rejects or synthesis cannot build; the message is what to print."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,23 +122,26 @@ def _run(args: argparse.Namespace) -> int:
     several = len(selection.modelboosters) > 1
     one_source = len({manifest.source for manifest in manifests}) <= 1
     children: list[dict[str, Any]] = []
-    failures: list[dict[str, Any]] = []
+    failed = False
+    members: list[tuple[Member, str]] = []  # each ModelBooster that passed, and how messages name its document
     for manifest in selection.modelboosters:
         where = manifest.where.split(": ", 1)[1] if one_source else manifest.where
         display = display_name(manifest.obj, namespaced=namespaced)
         label = f"{where} ({display})"
         try:
-            children.extend(
-                _render_one(
-                    manifest, settings=settings, generation=generation, label=label if several else "", display=display
-                )
-            )
+            booster = _parse_one(manifest, label=label if several else "")
+            children.extend(_synthesize_one(booster, settings=settings, generation=generation,
+                                            label=label if several else ""))  # fmt: skip
         except _RenderFailed as error:
-            failures.append(error.status)
+            failed = True
             print(str(error), file=sys.stderr)
-    if failures:
-        if args.output in ("yaml", "json"):
-            sys.stdout.write(format_objects(failures, output=args.output))
+            continue
+        members.append((Member(namespace=str(booster.metadata.namespace), display=display, booster=booster), label))
+    for (_, label), errors in zip(members, collisions([member for member, _ in members]), strict=True):
+        if errors:
+            failed = True
+            print(f"{label}:\n{format_denial(errors)}", file=sys.stderr)
+    if failed:
         return EXIT_INVALID
     output = args.output or "yaml"
     if children or output == "json":
@@ -142,25 +149,26 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_RENDERED
 
 
-def _render_one(
-    manifest: Manifest, *, settings: SynthesisSettings, generation: Generation, label: str, display: str
-) -> list[dict[str, Any]]:
-    document = manifest.obj
+def _parse_one(manifest: Manifest, *, label: str) -> ModelBooster:
+    """The ModelBooster defaulted and validated as admission would, or _RenderFailed with the webhook's message."""
     prefix = f"{label}: " if label else ""
-    defaulted = apply_defaults(document)
+    defaulted = apply_defaults(manifest.obj)
     for warning in defaulted.warnings:
         print(f"Warning: {prefix}{warning}", file=sys.stderr)
     try:
-        booster = parse_defaulted(defaulted.obj)
+        return parse_defaulted(defaulted.obj)
     except ValidationFailed as error:
-        status = denial_status(document, display=display, errors=error.errors)
-        raise _RenderFailed(f"{label}:\n{error}" if label else str(error), status=status) from None
+        raise _RenderFailed(f"{label}:\n{error}" if label else str(error)) from None
+
+
+def _synthesize_one(
+    booster: ModelBooster, *, settings: SynthesisSettings, generation: Generation, label: str
+) -> list[dict[str, Any]]:
+    prefix = f"{label}: " if label else ""
     try:
         children = synthesize(booster, settings, generation=generation)
     except SynthesisError as error:
-        cause = {"reason": "FieldValueInvalid", "message": str(error), "field": "spec"}
-        status = invalid_status(document, display=display, message=str(error), causes=[cause])
-        raise _RenderFailed(f"{PROG}: {prefix}{error}", status=status) from None
+        raise _RenderFailed(f"{PROG}: {prefix}{error}") from None
     return _without_undeclared(children, generation=generation, prefix=prefix)
 
 

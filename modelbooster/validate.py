@@ -5,12 +5,17 @@ webhook would); with `--old`, as an UPDATE of the stored object, so unchanged fi
 warnings, not errors. Inferno objects (`inferno.platform.ai`) get the checks the reconciler's Inferno
 controller applies (shared/inferno_validation.py): each object against its model, then the objects of each
 namespace together (names unique, every Server's class, model and accelerator defined among them).
-Documents of other kinds are skipped and counted on stderr (`--other-kinds=error` refuses them).
+Documents of other kinds are skipped and counted on stderr (`--other-kinds=error` refuses them). Two
+ModelBoosters of one namespace whose children would have the same name cannot both be applied: the later one in
+the input is rejected, naming the other (shared/name_collisions.py).
 
-Exit codes: 0 all valid; 1 at least one is rejected (the webhook's message is printed on stderr); 2 an input
-itself is unusable (missing, not YAML, empty, a ModelBooster of another apiVersion, past a bound on size,
-nesting, aliases or file count; or an `--old` file that is not exactly one object of the same name), with a
-one-line reason. Defaulting notes are printed as `Warning: ...` lines on stderr, like kubectl does.
+Exit codes: 0 all valid, and the reconciler acts on each; 1 at least one is rejected (the webhook's message is
+printed on stderr); 2 an input itself is unusable (missing, not YAML, empty, a ModelBooster of another
+apiVersion, past a bound on size, nesting, aliases or file count; or an `--old` file that is not exactly one
+object of the same name), with a one-line reason; 3 none is rejected, but the reconciler will not act on one:
+an UPDATE (`--old`) that admission lets through because it leaves fields that fail validation as they were
+stored, which leaves the object `Failed` and its children untouched (a CI gate must not read that as "safe to
+apply"). Defaulting notes are printed as `Warning: ...` lines on stderr, like kubectl does.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelbooster.gc_pause import cycle_collection_paused
@@ -34,20 +40,31 @@ from modelbooster.manifests import (
 )
 from modelbooster.output import OUTPUT_FORMATS, denial_status, format_objects, invalid_status
 from shared.api import inferno as inferno_api
-from shared.defaults import apply_defaults
-from shared.errors import format_denial
+from shared.api.modelbooster import ModelBooster
+from shared.decoding import decode
+from shared.defaults import Defaulted, apply_defaults
+from shared.errors import FieldError, format_denial
 from shared.inferno_validation import InfernoIssue, InfernoObjectError, parse_inferno_object, validate_inferno_objects
+from shared.name_collisions import Member, collisions
 from shared.ratchet import carried_warnings
 from shared.validation import validate_modelbooster, validate_update
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOT_RECONCILED = 3
 EXIT_CODES = {
-    EXIT_VALID: "every object is valid",
+    EXIT_VALID: "every object is valid, and the reconciler acts on each",
     EXIT_INVALID: "an object is rejected (the webhook's message on stderr)",
     EXIT_BAD_INPUT: "an input or an argument is unusable (one line on stderr)",
+    EXIT_NOT_RECONCILED: "none is rejected, but the reconciler will not act on one: an update (--old) keeps fields "
+    "that fail validation unchanged, so the object stays Failed and its children untouched",
 }
+# What the reconciler does with an object admitted only because its failing fields are unchanged.
+NOT_RECONCILED = (
+    "admitted, but not reconciled: it keeps {count} unchanged from the stored object that {verb} validation, so the "
+    "reconciler marks it Failed and leaves its children as they are until {pronoun} removed or fixed"
+)
 
 PROG = "modelbooster validate"
 
@@ -58,14 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         choices=OUTPUT_FORMATS,
-        help="print the valid objects (ModelBoosters defaulted) and, for each rejected one, a v1 Status as the "
-        "API server answers (yaml, json), or the names of the valid objects (name)",
+        help="print a report: the admitted objects (ModelBoosters defaulted) and, for each rejected one, a v1 Status "
+        "as the API server answers (yaml, json; for programs, not for kubectl apply), or the names of the admitted "
+        "objects (name)",
     )
     parser.add_argument(
         "--old",
         metavar="FILE",
         help="the stored ModelBooster (one object), to run the UPDATE checks as well on the document of FILE "
-        "with its name (and namespace, when both give one)",
+        "with its name (and namespace, when both give one); fields that fail but are unchanged are admitted, "
+        "and exit with 3: the reconciler leaves such an object Failed",
     )
 
 
@@ -92,14 +111,15 @@ def _run(args: argparse.Namespace) -> int:
     )
     printed: dict[int, dict[str, Any]] = {}  # by position in the input, so output keeps the input's order
     position = {id(manifest): index for index, manifest in enumerate(manifests)}
-    status = EXIT_VALID
-    for manifest in selection.modelboosters:
-        result = _validate_modelbooster(manifest, old=old, labels=labels, output=args.output)
-        if result is not None:
-            status = EXIT_INVALID if result.get("kind") == "Status" else status
-            printed[position[id(manifest)]] = result
+    verdicts: list[int] = [EXIT_VALID]
+    checks = [_check_modelbooster(manifest, old=old) for manifest in selection.modelboosters]
+    _add_collisions(checks, labels=labels)
+    for check in checks:
+        verdict, result = _report_modelbooster(check, labels=labels, output=args.output)
+        verdicts.append(verdict)
+        printed[position[id(check.manifest)]] = result
     for manifest, result in _validate_inferno(selection.inferno, labels=labels, output=args.output):
-        status = EXIT_INVALID if result.get("kind") == "Status" else status
+        verdicts.append(EXIT_INVALID if result.get("kind") == "Status" else EXIT_VALID)
         printed[position[id(manifest)]] = result
     if args.output is not None:
         objects = [printed[index] for index in sorted(printed)]
@@ -107,7 +127,8 @@ def _run(args: argparse.Namespace) -> int:
             objects = [obj for obj in objects if obj.get("kind") != "Status"]
         if objects:
             sys.stdout.write(format_objects(objects, output=args.output))
-    return status
+    # A rejection outweighs an object the reconciler will not act on, which outweighs a valid one.
+    return EXIT_INVALID if EXIT_INVALID in verdicts else max(verdicts)
 
 
 class _Labels:
@@ -130,31 +151,66 @@ class _Labels:
         return f"{self.header(manifest, kind=kind)}: " if self.several else ""
 
 
-def _validate_modelbooster(
-    manifest: Manifest, *, old: Mapping[str, Any] | None, labels: _Labels, output: str | None
-) -> dict[str, Any] | None:
-    """The object to print (the defaulted one, or a Status when rejected); None when nothing is printed."""
-    document = manifest.obj
-    label = labels.prefix(manifest)
-    defaulted = apply_defaults(document)
-    for warning in defaulted.warnings:
-        print(f"Warning: {label}{warning}", file=sys.stderr)
-    stored = old if old is not None and _same_object(old, document) else None
+@dataclass
+class _Checked:
+    """A ModelBooster document as admission sees it: defaulted, then validated (as an UPDATE with `--old`)."""
+
+    manifest: Manifest
+    defaulted: Defaulted
+    errors: list[FieldError]
+    carried: list[FieldError] = field(default_factory=list)
+
+
+def _check_modelbooster(manifest: Manifest, *, old: Mapping[str, Any] | None) -> _Checked:
+    defaulted = apply_defaults(manifest.obj)
+    stored = old if old is not None and _same_object(old, manifest.obj) else None
     if stored is None:
-        errors = validate_modelbooster(defaulted.obj)
-    else:
-        verdict = validate_update(defaulted.obj, old=stored)
-        errors = verdict.errors
-        for warning in carried_warnings(verdict.carried):
-            print(f"Warning: {label}{warning}", file=sys.stderr)
-    if errors:
+        return _Checked(manifest, defaulted, errors=validate_modelbooster(defaulted.obj))
+    verdict = validate_update(defaulted.obj, old=stored)
+    return _Checked(manifest, defaulted, errors=verdict.errors, carried=verdict.carried)
+
+
+def _add_collisions(checks: Sequence[_Checked], *, labels: _Labels) -> None:
+    """Refuse a ModelBooster whose children would take names an earlier one of the input generates, as the
+    cluster would when both are applied (shared/name_collisions.py). Only those the reconciler acts on count."""
+    members: list[tuple[_Checked, Member]] = []
+    for check in checks:
+        if check.errors or check.carried:
+            continue
+        booster, _ = decode(ModelBooster, check.defaulted.obj)
+        if booster is not None:
+            namespace = booster.metadata.namespace or ""
+            members.append((check, Member(namespace=namespace, display=labels.display(check.manifest.obj),
+                                          booster=booster)))  # fmt: skip
+    for (check, _), errors in zip(members, collisions([member for _, member in members]), strict=True):
+        check.errors.extend(errors)
+
+
+def _report_modelbooster(check: _Checked, *, labels: _Labels, output: str | None) -> tuple[int, dict[str, Any]]:
+    """Print what admission would say; the verdict (an exit code) and the object `-o` prints: the defaulted one,
+    or a Status when rejected."""
+    manifest, document = check.manifest, check.manifest.obj
+    label = labels.prefix(manifest)
+    for warning in [*check.defaulted.warnings, *carried_warnings(check.carried)]:
+        print(f"Warning: {label}{warning}", file=sys.stderr)
+    if check.errors:
         if labels.several:
             print(f"{labels.header(manifest)}:", file=sys.stderr)
-        print(format_denial(errors), file=sys.stderr)
-        return denial_status(document, display=labels.display(document), errors=errors)
+        print(format_denial(check.errors), file=sys.stderr)
+        return EXIT_INVALID, denial_status(document, display=labels.display(document), errors=check.errors)
+    if check.carried:
+        if output is None:
+            print(f"{labels.display(document)}: {_not_reconciled(len(check.carried))}")
+        return EXIT_NOT_RECONCILED, check.defaulted.obj
     if output is None:
         print(f"{labels.display(document)}: valid")
-    return defaulted.obj
+    return EXIT_VALID, check.defaulted.obj
+
+
+def _not_reconciled(count: int) -> str:
+    if count == 1:
+        return NOT_RECONCILED.format(count="1 field", verb="fails", pronoun="it is")
+    return NOT_RECONCILED.format(count=f"{count} fields", verb="fail", pronoun="they are")
 
 
 def _validate_inferno(

@@ -583,7 +583,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="log level (default: info)",
     )
     parser.add_argument(
-        "--log-format", default="text", choices=["text", "json"], help="text, or json (one object per line)"
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="text, or json (one object per line) (default: text)",
     )
 
 

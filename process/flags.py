@@ -155,6 +155,30 @@ def env_default(
         parser.error(f"environment variable {variable}: {error}")
 
 
+def default_text(value: object) -> str | None:
+    """A default as `--help` and the docs' flag tables show it: `5`, `on`, `a,b`; None for "not set" (the help
+    text says what an unset flag means, e.g. "default: all namespaces")."""
+    if value is None or value in ((), [], ""):
+        return None
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple | list):
+        return ",".join(str(item) for item in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _with_default(help_text: str, *, default: object, built_in: object, variable: str) -> str:
+    """The help text with the flag's default (and where it comes from when its variable set it), then the
+    variable, escaped for argparse's %-formatting."""
+    shown = default_text(default)
+    if shown is not None:
+        source = f", from {variable}" if default != built_in else ""
+        help_text = f"{help_text} (default: {shown}{source})"
+    return f"{help_text} [env {variable}]".replace("%", "%%")
+
+
 def add_flags(
     target: _ArgumentTarget,
     flags: Mapping[str, Flag],
@@ -169,9 +193,8 @@ def add_flags(
         default = env_default(flag, convert, spec.default, prefix=prefix, parser=parser, environ=environ)
         variable = env_name(flag, prefix=prefix)
         metavar = spec.parse.metavar if isinstance(spec.parse, Choice) else None
-        target.add_argument(
-            flag, dest=spec.dest, type=convert, default=default, metavar=metavar, help=f"{spec.help} [env {variable}]"
-        )
+        shown = _with_default(spec.help, default=default, built_in=spec.default, variable=variable)
+        target.add_argument(flag, dest=spec.dest, type=convert, default=default, metavar=metavar, help=shown)
 
 
 def add_switch(
@@ -193,5 +216,5 @@ def add_switch(
         dest=dest,
         action=argparse.BooleanOptionalAction,
         default=value,
-        help=f"{help} [env {env_name(flag, prefix=prefix)}]",
+        help=_with_default(help, default=value, built_in=default, variable=env_name(flag, prefix=prefix)),
     )

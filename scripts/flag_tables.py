@@ -1,9 +1,9 @@
 """Generate the flag tables of docs/reconciler.md, docs/webhook.md and docs/inferno.md from the argparse parsers.
 
 Each table sits between markers naming its command; the rows are the command's options as `--help` lists them:
-the flag, its environment variable (from the `[env ...]` the help text ends with), the built-in default and the
-help text. The defaults are read with no `MODELBOOSTER_*` or `INFERNO_*` variable set, so the table says what
-the code does, not what this shell holds.
+the flag, its environment variable (from the `[env ...]` the help text ends with), the built-in default (which
+`--help` shows too) and the help text. The defaults are read with no `MODELBOOSTER_*` or `INFERNO_*` variable
+set, so the table says what the code does, not what this shell holds.
 
     python scripts/flag_tables.py                # print every table
     python scripts/flag_tables.py --write        # replace the tables between the markers in the docs
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from modelbooster.cli import build_parser
+from process.flags import default_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The document holding each command's table.
@@ -103,6 +104,9 @@ def rows(parser: argparse.ArgumentParser) -> list[Row]:
         help_text = (action.help or "").replace("%%", "%")
         env = _ENV.search(help_text)
         meaning = _ENV.sub("", help_text).strip()
+        shown = default_text(action.default)
+        if shown is not None:  # --help says the default; the table has a column for it
+            meaning = meaning.removesuffix(f" (default: {shown})")
         values = _values(action)
         if values and not all(value in meaning for value in values):
             meaning += " (" + ", ".join(f"`{value}`" for value in values) + ")"

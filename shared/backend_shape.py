@@ -36,6 +36,7 @@ AUTOSCALING_FIELD: Final = "autoscalingPolicy"
 COUNT_FIELD: Final = "replicas"
 MIN_FIELD: Final = "minReplicas"
 MAX_FIELD: Final = "maxReplicas"
+REPLICA_FIELDS: Final = (COUNT_FIELD, MIN_FIELD, MAX_FIELD)
 
 # The generations, as messages and docs name them.
 LIST_GENERATION: Final = "Kthena v0.1.0"

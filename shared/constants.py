@@ -67,3 +67,6 @@ MAX_ROUTE_TARGETS: Final = 16
 MAX_SCALE_TO_ZERO_GRACE_SECONDS: Final = 1800
 DNS1123_LABEL_MAX_LENGTH: Final = 63
 DNS1123_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
+# Kubernetes' own spelling of the expression, which its message quotes.
+DNS1123_SUBDOMAIN_REGEX: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"

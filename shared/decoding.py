@@ -8,18 +8,21 @@ the location so that object fields print as `.field`, map keys as `[key]` (apima
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from shared.errors import ROOT_PATH, FieldError
+from shared.fieldpath import BadFieldPath, parse
+from shared.gotext import go_quote
 from shared.json_values import NOT_JSON, not_json_details
 from shared.offered_values import supported_values_detail
 from shared.quantity import PATTERN_MESSAGE, pattern_message
 from shared.schema import structural_schema
+from shared.spelling import closest, did_you_mean
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -44,20 +47,28 @@ _TYPE_NAMES: dict[str, str] = {
 def decode(model: type[M], obj: Mapping[str, Any], *, limit: int | None = None) -> tuple[M | None, list[FieldError]]:
     """The model, or None with the field errors that explain why the object does not decode (the first
     `limit` of them, when given)."""
+    typed, details = decode_details(model, obj)
+    return typed, field_errors(details, model=model, limit=limit) if details else []
+
+
+def decode_details(model: type[M], obj: Mapping[str, Any]) -> tuple[M | None, list[ErrorDetails]]:
+    """The model, or None with pydantic's account of every failure (where in the object, and why)."""
     try:
         # The validator itself: `model_validate`'s own argument handling costs as much as decoding a small model.
         # Wire names only: Python code builds models by field name, but `min_replicas` in a manifest is a field
         # the API server does not know (it prunes or refuses it), not `minReplicas`.
         return model.__pydantic_validator__.validate_python(obj, by_alias=True, by_name=False), []
     except ValidationError as error:
-        return None, field_errors(error, model=model, limit=limit)
+        return None, list(_explained(error.errors(include_url=False)))
 
 
-def field_errors(error: ValidationError, *, model: type[BaseModel], limit: int | None = None) -> list[FieldError]:
+def field_errors(
+    details: Sequence[ErrorDetails], *, model: type[BaseModel], limit: int | None = None
+) -> list[FieldError]:
     schema = structural_schema(model)
     result: list[FieldError] = []
     seen: set[str] = set()
-    for detail in _explained(error.errors(include_url=False)):
+    for detail in details:
         if limit is not None and len(result) >= limit:
             break  # rendering a location is what costs; a hostile object can hold tens of thousands
         path, node = render_location(detail["loc"], schema)
@@ -87,12 +98,68 @@ def _with_suggestion(error: FieldError, *, loc: Sequence[int | str], schema: Map
     unknown = loc[-1]
     _, parent = render_location(loc[:-1], schema)
     declared = list(parent.get("properties", {}))
-    if not isinstance(unknown, str) or not declared:
+    meant = closest(unknown, declared) if isinstance(unknown, str) else None
+    if meant is None:
         return error
-    close = difflib.get_close_matches(unknown, declared, n=1, cutoff=0.75)
-    if not close:
+    return FieldError(path=error.path, type=error.type, detail=f"{error.detail}; {did_you_mean(meant)}")
+
+
+def with_missing_hints(
+    errors: Iterable[FieldError],
+    *,
+    obj: Mapping[str, Any],
+    schema: Mapping[str, Any],
+    choices: Mapping[str, Sequence[str]] | None = None,
+) -> list[FieldError]:
+    """The errors, where a required field is missing while an undeclared one beside it is its likely typo
+    (`modelUri` for `modelURI`): `Required value: found "modelUri": did you mean "modelURI"?`. A Required error
+    about an object as a whole (it must set one of some fields) names them in `choices`, by the object's path."""
+    return [_missing_hint(error, obj=obj, schema=schema, choices=choices or {}) for error in errors]
+
+
+def _missing_hint(
+    error: FieldError, *, obj: Mapping[str, Any], schema: Mapping[str, Any], choices: Mapping[str, Sequence[str]]
+) -> FieldError:
+    if error.type != "Required":
         return error
-    return FieldError(path=error.path, type=error.type, detail=f'{error.detail}; did you mean "{close[0]}"?')
+    try:
+        steps = parse(error.path)
+    except BadFieldPath:
+        return error
+    if error.path in choices:
+        holder_steps, wanted = steps, tuple(choices[error.path])
+    elif steps and isinstance(steps[-1], str):
+        holder_steps, wanted = steps[:-1], (steps[-1],)
+    else:
+        return error
+    holder, node = _value_and_node(obj, holder_steps, schema)
+    if not isinstance(holder, Mapping):
+        return error
+    declared = list(node.get("properties", {}))
+    for key in holder:
+        if isinstance(key, str) and key not in declared:
+            meant = closest(key, declared)
+            if meant in wanted and meant not in holder:
+                detail = f"{error.detail}; " if error.detail else ""
+                return replace(error, detail=f"{detail}found {go_quote(key)}: {did_you_mean(meant)}")
+    return error
+
+
+def _value_and_node(
+    obj: object, steps: Sequence[str | int], schema: Mapping[str, Any]
+) -> tuple[object, Mapping[str, Any]]:
+    """The value at `steps` in a raw object and its schema node (empty when the schema does not say)."""
+    node: Mapping[str, Any] = schema
+    for step in steps:
+        if isinstance(step, int):
+            obj = obj[step] if isinstance(obj, list) and 0 <= step < len(obj) else None
+            node = node.get("items", {})
+        else:
+            obj = obj.get(step) if isinstance(obj, Mapping) else None
+            properties = node.get("properties", {})
+            extra = node.get("additionalProperties")
+            node = properties.get(step) or (extra if isinstance(extra, Mapping) else {})
+    return obj, node
 
 
 def render_location(loc: Sequence[int | str], schema: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:

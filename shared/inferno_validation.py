@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from shared.api.inferno import (
     INFERNO_KINDS,
@@ -24,7 +25,11 @@ from shared.api.inferno import (
     Server,
     ServiceClass,
 )
+from shared.decoding import render_location
 from shared.errors import pydantic_detail_message
+from shared.gotext import go_quote
+from shared.schema import structural_schema
+from shared.spelling import closest, did_you_mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +71,30 @@ _MODELS_BY_KIND: dict[str, type[BaseModel]] = {kind: model for kind, _plural, mo
 
 
 def issues_from_validation_error(*, kind: str, name: str, error: ValidationError) -> list[InfernoIssue]:
-    """Pydantic errors as issues with dotted wire paths (`spec.data[0].alpha`)."""
+    """Pydantic errors as issues with dotted wire paths (`spec.data[0].alpha`), an unknown or missing field with
+    the declared one it is likely a typo of (shared/spelling.py)."""
     issues = []
+    model = _MODELS_BY_KIND.get(kind)
     for detail in error.errors():
-        issues.append(
-            InfernoIssue(kind=kind, name=name, path=_dotted(detail["loc"]), message=pydantic_detail_message(detail))
-        )
+        message = pydantic_detail_message(detail) + (_typo_hint(detail, model) if model is not None else "")
+        issues.append(InfernoIssue(kind=kind, name=name, path=_dotted(detail["loc"]), message=message))
     return issues
+
+
+def _typo_hint(detail: ErrorDetails, model: type[BaseModel]) -> str:
+    loc = detail["loc"]
+    if detail["type"] not in ("extra_forbidden", "missing") or not loc or not isinstance(loc[-1], str):
+        return ""
+    _, parent = render_location(loc[:-1], structural_schema(model))
+    declared = list(parent.get("properties", {}))
+    if detail["type"] == "extra_forbidden":
+        meant = closest(loc[-1], declared)
+        return f"; {did_you_mean(meant)}" if meant else ""
+    holder = detail.get("input")
+    for key in holder if isinstance(holder, Mapping) else ():
+        if isinstance(key, str) and key not in declared and closest(key, declared) == loc[-1]:
+            return f"; found {go_quote(key)}: {did_you_mean(loc[-1])}"
+    return ""
 
 
 def parse_inferno_object(obj: Mapping[str, Any]) -> InfernoObject:

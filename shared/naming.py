@@ -5,9 +5,21 @@ from __future__ import annotations
 import hashlib
 import re
 
-from shared.constants import DNS1123_LABEL_MAX_LENGTH, DNS1123_LABEL_PATTERN
+from shared.constants import (
+    DNS1123_LABEL_MAX_LENGTH,
+    DNS1123_LABEL_PATTERN,
+    DNS1123_SUBDOMAIN_MAX_LENGTH,
+    DNS1123_SUBDOMAIN_REGEX,
+)
 
 _DNS1123_LABEL = re.compile(DNS1123_LABEL_PATTERN)
+_DNS1123_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN_REGEX)
+# What kube-apiserver says of an object name that is no DNS-1123 subdomain.
+SUBDOMAIN_DETAIL = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    f"and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    f"'{DNS1123_SUBDOMAIN_REGEX}')"
+)
 
 
 def backend_resource_name(model: str, backend: str) -> str:
@@ -18,6 +30,11 @@ def backend_resource_name(model: str, backend: str) -> str:
 def route_name(model: str) -> str:
     """The one ModelRoute, and the model-level AutoscalingPolicy and Binding: `<model>`."""
     return model
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """A valid object name (metadata.name) for most kinds, a ModelBooster's included."""
+    return len(value) <= DNS1123_SUBDOMAIN_MAX_LENGTH and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
 
 
 def is_dns1123_label(value: str) -> bool:

@@ -15,16 +15,19 @@ from typing import Final
 
 from shared.api.modelbooster import SUPPORTED_BACKEND_TYPES
 from shared.errors import FieldError
+from shared.spelling import one_edit_apart
 
 _BACKEND_TYPE: Final = re.compile(r"^spec\.(?:backends\[\d+\]|backend)\.type$")
 
 
 def closest_value(value: object, allowed: Sequence[str]) -> str | None:
-    """The allowed value `value` differs from only in letter case or separators (`vllm`, `v-llm` -> `vLLM`)."""
+    """The allowed value `value` differs from only in letter case or separators (`vllm`, `v-llm` -> `vLLM`), or
+    by one edit (`prefil` -> `prefill`, shared/spelling.py)."""
     if not isinstance(value, str):
         return None
     wanted = _folded(value)
-    return next((option for option in allowed if _folded(option) == wanted), None)
+    folded = next((option for option in allowed if _folded(option) == wanted), None)
+    return folded or next((option for option in allowed if one_edit_apart(value, option)), None)
 
 
 def _folded(text: str) -> str:

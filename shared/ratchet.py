@@ -181,8 +181,7 @@ def is_unsupported(error: FieldError) -> bool:
 
 
 def _warning(error: FieldError) -> str:
-    if is_unsupported(error):
-        return f"{error.path} is ignored: {error.detail}"
+    # Not "ignored": the field is kept, and the object is not reconciled while it holds it (the last warning).
     return f"unchanged, so admitted: {error.render()}"
 
 

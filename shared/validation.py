@@ -10,10 +10,11 @@ when model-level autoscaling is set") therefore fire only when the mutating webh
 leaves unchanged carried over instead of refused (shared/ratchet.py); a rule that compares several fields
 lists them in its errors' `reads`.
 
-Order of the errors (all are collected up to `MAX_COLLECTED_ERRORS`, none short-circuits, except that an
-object which does not choose one backend shape, or whose single backend names no replica form or two, reports
-only that (shared/backend_shape.py), and one which does not decode reports only its decoding errors, after a
-`spec.autoscalingPolicy` refused beside a fixed `replicas`):
+Order of the errors (all are collected up to `MAX_COLLECTED_ERRORS`, in one answer; none short-circuits): an
+object that does not choose one backend shape, or whose single backend names no replica form or two, gets that
+first (shared/backend_shape.py), then a `spec.autoscalingPolicy` refused beside a fixed `replicas`, then the
+errors of what does not decode; then the rules run on what can be read (shared/partial_decode.py,
+docs/design/validation.md §10), in this order:
   1. the reference's rules, docs/design/validation.md §4 (with the real JSON paths);
   2. the unsupported features, docs/design/validation.md §5;
   3. the additional rules, docs/design/validation.md §6 (including the newer line's engine-port, PVC and KV checks).
@@ -38,14 +39,24 @@ from shared.api.modelbooster import (
     ModelBooster,
     ModelWorker,
 )
-from shared.backend_shape import autoscaling_errors, backend_objects, on_wire, shape_errors, with_shape_hints
+from shared.backend_shape import (
+    COUNT_FIELD,
+    LIST_FIELD,
+    REPLICA_FIELDS,
+    SINGLE_FIELD,
+    autoscaling_errors,
+    backend_objects,
+    on_wire,
+    shape_errors,
+    with_shape_hints,
+)
 from shared.constants import (
     MAX_REPLICAS,
     MAX_ROUTE_LORA_ADAPTERS,
     MAX_ROUTE_RULES,
     MAX_SCALE_TO_ZERO_GRACE_SECONDS,
 )
-from shared.decoding import decode
+from shared.decoding import decode, decode_details, field_errors, with_missing_hints
 from shared.defaults import apply_defaults
 from shared.durations import format_duration, parse_duration
 from shared.engine_config import (
@@ -75,15 +86,19 @@ from shared.external_scaling import (
 )
 from shared.gotext import go_quote
 from shared.naming import (
+    SUBDOMAIN_DETAIL,
     backend_resource_name,
     is_dns1123_label,
+    is_dns1123_subdomain,
     lora_downloader_name,
     model_downloader_name,
     ray_worker_container_name,
 )
 from shared.offered_values import with_offered_values
+from shared.partial_decode import Partial, Repair, Trust, decode_partially, json_copy, stand_in_at
 from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.ratchet import Ratcheted, ratchet
+from shared.resources import all_fine, resource_errors
 from shared.schema import structural_schema
 from shared.unsupported import (
     AUTOSCALING_UNSUPPORTED,
@@ -93,6 +108,8 @@ from shared.unsupported import (
 )
 from shared.uris import HOSTPATH_SCHEME, PVC_SCHEME
 
+# The one annotation a rule reads (an error reading it names this path, not all annotations).
+_EXTERNAL_REPLICAS_PATH: Final = f"metadata.annotations[{ANNOTATION_EXTERNAL_REPLICAS}]"
 _MAX_GRACE_NANOS: Final = MAX_SCALE_TO_ZERO_GRACE_SECONDS * 1_000_000_000
 _SINGLE_WORKER_TYPES: Final = ("vLLM", "SGLang", "MindIE")
 _ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated")
@@ -170,21 +187,78 @@ def parse_defaulted(defaulted_obj: Mapping[str, Any], *, old: Mapping[str, Any] 
 def _state_errors(raw: Mapping[str, Any]) -> tuple[ModelBooster | None, list[FieldError]]:
     """The decoded model (None if it does not decode) and the errors of every rule about the object itself."""
     shape = shape_errors(raw)
-    if shape:  # which schema applies, and how a single backend is read, depend on the shape
-        return None, shape
     # Reported with the others: a policy beside a fixed count leaves no doubt how the object is read.
     refused_policy = autoscaling_errors(raw)
-    model, errors = decode(ModelBooster, raw, limit=MAX_COLLECTED_ERRORS)
-    if model is None:
-        hinted = with_shape_hints(errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
-        return None, [*refused_policy, *with_offered_values(hinted)]
+    if not shape:
+        model, details = decode_details(ModelBooster, raw)
+        if model is not None:
+            return model, [*refused_policy, *_rule_errors(model, raw, limit=MAX_COLLECTED_ERRORS)]
+        readable: Mapping[str, Any] = raw
+        shape_repairs: tuple[Repair, ...] = ()
+    else:
+        # Which schema applies, and how a single backend is read, depend on the shape: it is made readable first.
+        readable, shape_repairs = _readable_shape(raw)
+        model, details = decode_details(ModelBooster, readable)
+    # Every error at once (docs/design/validation.md §10): the schema's, then the rules' on what decodes.
+    schema_errors = field_errors(details, model=ModelBooster, limit=MAX_COLLECTED_ERRORS) if details else []
+    hinted = with_shape_hints(schema_errors, list_only=LIST_ONLY_FIELDS, single_only=SINGLE_ONLY_FIELDS)
+    errors = [*shape, *refused_policy, *with_offered_values(hinted)]
+    partial = Partial(model, dict(readable), ()) if model is not None else (
+        decode_partially(ModelBooster, readable, details, kept=_SHAPE_FIELDS)
+    )  # fmt: skip
+    if partial.model is not None and len(errors) < MAX_COLLECTED_ERRORS:
+        trust = Trust((*shape_repairs, *partial.repairs))
+        found = _rule_errors(partial.model, partial.obj, limit=MAX_COLLECTED_ERRORS - len(errors))
+        errors.extend(error for error in found if trust.trusts(error))
+    # A field missing beside its likely typo, whether the schema or a rule requires it (`scalingcost`).
+    return None, with_missing_hints(errors, obj=raw, schema=_booster_schema(), choices=_SHAPE_CHOICES)
+
+
+def _rule_errors(model: ModelBooster, raw: Mapping[str, Any], *, limit: int) -> list[FieldError]:
+    """Every rule's errors on a decoded object, at the paths the user wrote (the first `limit` of them)."""
     # Lazily, so that an object with tens of thousands of mistakes stops costing at the collection limit.
     found = chain(
         _core_quantity_errors(model), _reference_rules(model), _unsupported_features(raw), _additional_rules(model)
     )
-    errors.extend(islice(found, max(MAX_COLLECTED_ERRORS - len(errors) - len(refused_policy), 0)))
-    single = model.spec.backend is not None
-    return model, [*refused_policy, *on_wire(errors, single=single, wording=_SINGLE_WORDING)]
+    errors = list(islice(found, max(limit, 0)))
+    return on_wire(errors, single=model.spec.backend is not None, wording=_SINGLE_WORDING)
+
+
+# The fields whose presence says how an object is read (shared/backend_shape.py): a repair stands in for them
+# rather than leave them out, and the object-level Required errors of the shape name them.
+_SHAPE_FIELDS: Final = frozenset(
+    {f"spec.{SINGLE_FIELD}", f"spec.{LIST_FIELD}", *(f"spec.{SINGLE_FIELD}.{name}" for name in REPLICA_FIELDS)}
+)
+_SHAPE_CHOICES: Final = {"spec": (SINGLE_FIELD, LIST_FIELD), f"spec.{SINGLE_FIELD}": REPLICA_FIELDS}
+
+
+def _readable_shape(raw: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[Repair, ...]]:
+    """A copy of an object whose shape leaves open how it is read (`shape_errors`), made to choose one: the
+    list of backends when it names none (a stand-in), the single backend when it names both, and a single
+    backend's replica form; with the repairs made, so that no rule's error about them is reported."""
+    readable = json_copy(raw)
+    spec = readable["spec"]
+    schema = _booster_schema()
+    single, listed = spec.get(SINGLE_FIELD) is not None, spec.get(LIST_FIELD) is not None
+    if not single and not listed:
+        spec[LIST_FIELD] = stand_in_at(schema, ("spec", LIST_FIELD))
+        return readable, (Repair(f"spec.{LIST_FIELD}", stand_in=True),)
+    if single and listed:
+        del spec[LIST_FIELD]
+        return readable, (Repair(f"spec.{LIST_FIELD}", stand_in=False),)
+    backend = spec[SINGLE_FIELD]
+    given = {name for name in REPLICA_FIELDS if backend.get(name) is not None}
+    path = f"spec.{SINGLE_FIELD}"
+    # The internal form's replica range stands for any of the three fields: a repair of one is a repair of all.
+    every = tuple(Repair(f"{path}.{name}", stand_in=True) for name in REPLICA_FIELDS)
+    if COUNT_FIELD in given:  # a count and a range: read as the count
+        for name in given - {COUNT_FIELD}:
+            del backend[name]
+    else:  # nothing, or half a range: the count, or the other half, stood in for
+        missing = [COUNT_FIELD] if not given else [name for name in REPLICA_FIELDS[1:] if name not in given]
+        for name in missing:
+            backend[name] = stand_in_at(schema, ("spec", SINGLE_FIELD, name))
+    return readable, every
 
 
 def _update_errors(model: ModelBooster, old_raw: Mapping[str, Any]) -> list[FieldError]:
@@ -376,7 +450,7 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
                     value = f"minReplicas={backend.min_replicas}, maxReplicas={backend.max_replicas}"
                     error = invalid(f"spec.backends[{i}]", value, NO_AUTOSCALING_DETAIL)
                     bounds = (f"{error.path}.minReplicas", f"{error.path}.maxReplicas")
-                    yield _reads(error, *bounds, *_autoscaling_switches(backends), "metadata.annotations")
+                    yield _reads(error, *bounds, *_autoscaling_switches(backends), _EXTERNAL_REPLICAS_PATH)
     elif not backend_level:
         total = 0
         for i, backend in enumerate(backends):
@@ -470,15 +544,16 @@ def _lora_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterator[F
     for i, backend in enumerate(backends):
         if not backend.lora_adapters:
             continue
-        seen: set[str] = set()
+        seen: dict[str, int] = {}
         for j, adapter in enumerate(backend.lora_adapters):
+            path = f"spec.backends[{i}].loraAdapters[{j}].name"
             if adapter.name == model_name:
-                path = f"spec.backends[{i}].loraAdapters[{j}].name"
-                yield invalid(path, adapter.name, "lora name cannot be the same as model name")
-            if adapter.name in seen:
-                path = f"spec.backends[{i}].loraAdapters[{j}].name"
-                yield invalid(path, adapter.name, "lora name must be unique within the backend")
-            seen.add(adapter.name)
+                error = invalid(path, adapter.name, "lora name cannot be the same as model name")
+                yield _reads(error, path, "metadata.name")
+            first = seen.setdefault(adapter.name, j)
+            if first != j:
+                error = invalid(path, adapter.name, "lora name must be unique within the backend")
+                yield _reads(error, path, f"spec.backends[{i}].loraAdapters[{first}].name")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -510,10 +585,14 @@ def _unsupported_features(raw: Mapping[str, Any]) -> Iterator[FieldError]:
 
 
 def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
+    name = model.metadata.name
+    named = not name or is_dns1123_subdomain(name)
+    if not named:  # kube-apiserver refuses it before any webhook; the CLI must say so too
+        yield invalid("metadata.name", name, SUBDOMAIN_DETAIL)
     external = (model.metadata.annotations or {}).get(ANNOTATION_EXTERNAL_REPLICAS)
     if external is not None and external not in EXTERNAL_REPLICAS_VALUES:
         yield invalid(
-            f"metadata.annotations[{ANNOTATION_EXTERNAL_REPLICAS}]",
+            _EXTERNAL_REPLICAS_PATH,
             external,
             f"must be {' or '.join(repr(value) for value in EXTERNAL_REPLICAS_VALUES)}",
         )
@@ -531,7 +610,9 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
         error = _pd_worker_counts(i, backend)
         if error is not None:
             pd_counts_ok[i] = False
-            yield _reads(error, error.path, f"spec.backends[{i}].type")
+            # It counts the workers' types (the ratchet compares the atomic `workers` list as a whole anyway).
+            types = (f"{error.path}[{j}].type" for j in range(len(backend.workers)))
+            yield _reads(error, error.path, f"spec.backends[{i}].type", *types)
     for i, backend in enumerate(backends):
         for j, worker in enumerate(backend.workers):
             try:
@@ -564,10 +645,12 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
                 yield invalid(
                     f"spec.backends[{i}].workers", backend.name, f"invalid kv connector configuration: {kv_error}"
                 )
-    yield from _generated_names(model.metadata.name or "", backends)
+    if named:  # else the names made of it are wrong for the same reason, said once
+        yield from _generated_names(model.metadata.name or "", backends)
     yield from _route_model_name_clashes(model)
     yield from _route_limits(backends)
     yield from _duplicates(backends)
+    yield from _container_resources(backends)
 
 
 def _pd_worker_counts(index: int, backend: ModelBackend) -> FieldError | None:
@@ -719,18 +802,31 @@ def _route_limits(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
 
 
 def _duplicates(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
-    seen_backends: set[str] = set()
+    # Each error reads the name it repeats too: both are the user's, or neither is reported (partial_decode.py).
+    seen_backends: dict[str, int] = {}
     for i, backend in enumerate(backends):
-        if backend.name in seen_backends:
-            yield duplicate(f"spec.backends[{i}].name", backend.name)
-        seen_backends.add(backend.name)
+        first = seen_backends.setdefault(backend.name, i)
+        if first != i:
+            path = f"spec.backends[{i}].name"
+            yield _reads(duplicate(path, backend.name), path, f"spec.backends[{first}].name")
     for i, backend in enumerate(backends):
-        seen_env: set[str] = set()
+        seen_env: dict[str, int] = {}
         for j, entry in enumerate(backend.env or ()):
             name = entry.name  # a property of the client's model: read once
-            if name in seen_env:
-                yield duplicate(f"spec.backends[{i}].env[{j}].name", name)
-            seen_env.add(name)
+            first = seen_env.setdefault(name, j)
+            if first != j:
+                path = f"spec.backends[{i}].env[{j}].name"
+                yield _reads(duplicate(path, name), path, f"spec.backends[{i}].env[{first}].name")
+
+
+def _container_resources(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:
+    """Each worker's resources become its containers': checked as Kubernetes checks them when a pod is created."""
+    for i, backend in enumerate(backends):
+        for j, worker in enumerate(backend.workers):
+            resources = worker.resources
+            if resources is not None and not all_fine(limits := resources.limits, requests := resources.requests):
+                path = f"spec.backends[{i}].workers[{j}].resources"
+                yield from resource_errors(path, limits=limits, requests=requests)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from reconciler.modelbooster.cache import booster_transform, child_transform
 from reconciler.modelbooster.children import ChildInformers
+from reconciler.modelbooster.collisions import conflict_message
 from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid, setup_pod_informer
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
@@ -379,7 +380,7 @@ class ModelBoosterReconciler:
                 if result.action != "unchanged":
                     self.metrics.children_applied.labels(kind=child.kind.kind, action=result.action).inc()
             elif isinstance(result, NotControlledError):
-                report.not_owned.append(str(result))
+                report.not_owned.append(conflict_message(result, owner=str(meta.get("name"))))
                 self._watch_blocker(booster, result)
             elif isinstance(result, ChildTerminating):
                 report.terminating.append(str(result))

@@ -240,6 +240,9 @@ class NotControlledError(Exception):
         self.desired = desired
         self.uid = str(meta.get("uid") or "")
         self.resource_version = str(meta.get("resourceVersion") or "")
+        # Who holds the name, for a controller that can say more about its own kind (a sibling's child).
+        self.controller = ref
+        self.labels: dict[str, str] = dict(meta.get("labels") or {})
 
 
 class ChildTerminating(Exception):

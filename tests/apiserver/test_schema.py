@@ -133,7 +133,7 @@ def test_defaults_apply_top_down_and_nulls_are_dropped_unless_nullable() -> None
         (
             {"size": "small", "labels": {"k": 1}},
             blocked(
-                'spec.labels[k]: Invalid value: "integer": spec.labels[k] in body must be of type string: "integer"'
+                'spec.labels.k: Invalid value: "integer": spec.labels.k in body must be of type string: "integer"'
             ),
         ),
     ],

@@ -35,7 +35,9 @@ def index_path(parent: str, index: int) -> str:
 
 
 def key_path(parent: str, key: str) -> str:
-    return f"{parent}[{key}]"
+    # A map key after a dot, as kube-apiserver's schema validation prints it (`resources.limits.memory`), unlike
+    # apimachinery's field errors elsewhere (`limits[memory]`); seen on v1.36 (scenario modelbooster_whole_list).
+    return f"{parent}.{key}"
 
 
 # ---- pruning ---------------------------------------------------------------------------------------

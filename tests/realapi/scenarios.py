@@ -483,6 +483,102 @@ def modelbooster_schema_errors(r: Recorder) -> None:
         r.request(label, "POST", boosters(r), body=document)
 
 
+def _bent(example: str, *changes: Callable[[Obj], None]) -> Callable[[], Obj]:
+    def build() -> Obj:
+        document = load_example(example)
+        for change in changes:
+            change(document)
+        return document
+
+    return build
+
+
+def _first_backend(document: Obj) -> Obj:
+    spec = document["spec"]
+    backend: Obj = spec["backend"] if "backend" in spec else spec["backends"][0]
+    return backend
+
+
+def _limits(document: Obj) -> Obj:
+    worker = _first_backend(document)["workers"][0]
+    limits: Obj = worker.setdefault("resources", {}).setdefault("limits", {})
+    return limits
+
+
+def _renamed_key(holder: Callable[[Obj], Obj], old: str, new: str) -> Callable[[Obj], None]:
+    def change(document: Obj) -> None:
+        target = holder(document)
+        target[new] = target.pop(old)
+
+    return change
+
+
+# Objects with several mistakes at once, each sent without the webhook (the CRD's schema and CEL rules alone):
+# the differential suite holds the fake to the real server on them, and tests/realapi/test_differential_validation.py
+# holds our validation's one answer to the real server's (every field it reports, we report).
+WHOLE_LIST_CASES: Final[dict[str, Callable[[], Obj]]] = {
+    # The issue's first case: a quantity the schema refuses beside a feature a CEL rule refuses.
+    "behavior and 8GB": _bent(
+        "two-backends-model-autoscaling-lora.yaml",
+        lambda d: d["spec"]["autoscalingPolicy"].update(behavior={"scaleUp": {}}),
+        lambda d: _limits(d).update(memory="8GB"),
+    ),
+    # A wrong type: kube-apiserver skips its CEL rules then; we still report the rules on the rest.
+    "a wrong type, behavior and two workers": _bent(
+        "two-backends-model-autoscaling-lora.yaml",
+        lambda d: d["spec"]["autoscalingPolicy"].update(behavior={"scaleUp": {}}),
+        lambda d: d["spec"]["backends"][0].update(minReplicas="one"),
+        lambda d: d["spec"]["backends"][1]["workers"].append({"type": "server"}),
+    ),
+    # The issue's second case: a typo of a replica field of a single backend.
+    "minReplica for minReplicas": _bent(
+        "single-backend-kthena-v04.yaml", _renamed_key(_first_backend, "minReplicas", "minReplica")
+    ),
+    "modelUri for modelURI, and rateLimit": _bent(
+        "single-vllm-cpu.yaml",
+        _renamed_key(_first_backend, "modelURI", "modelUri"),
+        lambda d: d["spec"].update(rateLimit={"tokensPerUnit": 10}),
+    ),
+    "bakends for backends, and rateLimit": _bent(
+        "single-vllm-cpu.yaml",
+        _renamed_key(lambda d: d["spec"], "backends", "bakends"),
+        lambda d: d["spec"].update(rateLimit={"tokensPerUnit": 10}),
+    ),
+    # Patterns (not blocking for kube-apiserver) beside a worker's unsupported field.
+    "two patterns and a worker's networkTopology": _bent(
+        "single-vllm-cpu.yaml",
+        lambda d: _first_backend(d).update(modelURI="huggingface://Qwen/Qwen2.5", cacheURI="/models"),
+        lambda d: _first_backend(d)["workers"][0].update(networkTopology={"mode": "hard"}),
+    ),
+    "an unknown backend type, two workers and a backend rateLimit": _bent(
+        "single-vllm-cpu.yaml",
+        lambda d: _first_backend(d).update(type="TGI", rateLimit={"tokensPerUnit": 1}),
+        lambda d: _first_backend(d)["workers"].append({"type": "server"}),
+    ),
+    # The issue's third case: the CRD admits it; Kubernetes would refuse the pods.
+    "half a GPU": _bent("single-vllm-cpu.yaml", lambda d: _limits(d).update({"nvidia.com/gpu": "0.5"})),
+    "a bad name and a bad quantity": _bent(
+        "single-vllm-cpu.yaml",
+        lambda d: d["metadata"].update(name="Qwen_Small"),
+        lambda d: _limits(d).update(cpu="two"),
+    ),
+}
+
+
+def whole_list_case(index: int, label: str) -> Obj:
+    """The object of a case, named `whole-<index>` unless the case is about its name."""
+    document = WHOLE_LIST_CASES[label]()
+    name = document["metadata"]["name"]
+    document["metadata"] = {"name": name if name == "Qwen_Small" else f"whole-{index}"}
+    return document
+
+
+@scenario
+def modelbooster_whole_list(r: Recorder) -> None:
+    for index, label in enumerate(WHOLE_LIST_CASES):
+        r.request(label, "POST", f"{boosters(r)}?dryRun=All", body=whole_list_case(index, label))
+
+
 @scenario
 def modelserving_immutable_rule(r: Recorder) -> None:
     """The child CRD's own rules (ModelServing `gangPolicy.minRoleReplicas` is immutable, and required once set)."""

@@ -111,7 +111,7 @@ def test_a_field_by_its_python_name_is_unknown_on_the_wire() -> None:
     spec_backend = backend()
     spec_backend["min_replicas"] = spec_backend.pop("minReplicas")
     assert lines(modelbooster(spec_backend)) == [
-        "spec.backends[0].minReplicas: Required value",
+        'spec.backends[0].minReplicas: Required value: found "min_replicas": did you mean "minReplicas"?',
         'spec.backends[0].min_replicas: Forbidden: field not declared in schema; did you mean "minReplicas"?',
     ]
 

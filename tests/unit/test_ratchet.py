@@ -191,7 +191,9 @@ def test_an_object_that_does_not_decode_is_not_ratcheted() -> None:
     old = carried_over(backend(maxReplicas="many", rateLimit={"tokensPerUnit": 1}))
     new = edited(old, lambda spec: spec.update(modelMatch={"headers": {"x": {"exact": "y"}}}))
     verdict = validate_update(new, old=old)
-    assert [e.path for e in verdict.errors] == ["spec.backends[0].maxReplicas"]
+    # Every error at once, the rules' on what decodes too; none carried over (which rules the update breaks
+    # cannot be told while the object does not decode).
+    assert [e.path for e in verdict.errors] == ["spec.backends[0].maxReplicas", "spec.backends[0].rateLimit"]
     assert verdict.carried == []
 
 
@@ -290,9 +292,10 @@ def test_warnings_name_the_field_and_are_one_bounded_printable_line() -> None:
     unsupported = forbidden("spec.rateLimit", "rate limiting of the generated ModelRoute is not supported; "
                                               "manage a ModelRoute yourself")  # fmt: skip
     first, second, summary = carried_warnings([unsupported, long_value])
+    # Not "ignored": the field stays, and the reconciler does not act on the object while it does.
     assert first == (
-        "spec.rateLimit is ignored: rate limiting of the generated ModelRoute is not supported; "
-        "manage a ModelRoute yourself"
+        "unchanged, so admitted: spec.rateLimit: Forbidden: rate limiting of the generated ModelRoute is not "
+        "supported; manage a ModelRoute yourself"
     )
     assert second.startswith('unchanged, so admitted: spec.backends[0].workers[0].config: Invalid value: "x\\nx')
     assert len(second) == MAX_WARNING_CHARS

@@ -187,21 +187,51 @@ def test_old_file_runs_the_update_checks(capsys: pytest.CaptureFixture[str], tmp
     assert "spec.backends[0].workers[0].replicas: Forbidden: cannot change from 1 to 3" in err
 
 
-def test_old_file_carries_unchanged_fields_over_with_a_warning(
+def test_old_file_carries_unchanged_fields_over_with_a_warning_and_its_own_exit_code(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """Admission lets such an update through, but the reconciler leaves the object Failed: not exit 0, which a CI
+    gate reads as "safe to apply", and not "valid"."""
     stored = modelbooster(backend(workers=[worker(networkTopology={"mode": "hard"})]), name="m")
     old = write(tmp_path, stored, name="old.yaml")
     edited = {**stored, "spec": {**stored["spec"], "modelMatch": {"headers": {"x": {"exact": "y"}}}}}
     code, out, err = run(capsys, "-f", write(tmp_path, edited, name="new.yaml"), "--old", old)
-    assert (code, out) == (0, 'ModelBooster "m": valid\n')
-    assert err.startswith(
-        "Warning: spec.backends[0].workers[0].networkTopology is ignored: topology configuration of ModelServing "
-        "is not supported; create the ModelServing yourself\nWarning: fields carried over unchanged are not refused"
+    assert code == validate_cli.EXIT_NOT_RECONCILED == 3
+    assert out == (
+        'ModelBooster "m": admitted, but not reconciled: it keeps 1 field unchanged from the stored object that '
+        "fails validation, so the reconciler marks it Failed and leaves its children as they are until it is "
+        "removed or fixed\n"
+    )
+    assert err == (
+        "Warning: unchanged, so admitted: spec.backends[0].workers[0].networkTopology: Forbidden: topology "
+        "configuration of ModelServing is not supported; create the ModelServing yourself\n"
+        "Warning: fields carried over unchanged are not refused; the reconciler leaves this ModelBooster Failed, "
+        "and its children untouched, until they are removed or fixed\n"
     )
     code, _, err = run(capsys, "-f", write(tmp_path, edited, name="new.yaml"))
     assert code == 1  # the same object as a CREATE
     assert "networkTopology: Forbidden" in err
+
+
+def test_a_rejection_outweighs_an_object_left_unreconciled(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    stored = modelbooster(backend(workers=[worker(networkTopology={"mode": "hard"})]), name="m")
+    old = write(tmp_path, stored, name="old.yaml")
+    bad = modelbooster(backend(workers=[worker(), worker()]), name="bad")
+    code, out, _ = run(capsys, "-f", write(tmp_path, stored, bad, name="new.yaml"), "--old", old)
+    assert code == 1
+    assert out.startswith('ModelBooster "m": admitted, but not reconciled: it keeps 1 field')
+    code, _, _ = run(capsys, "-f", write(tmp_path, stored, modelbooster(name="ok"), name="new.yaml"), "--old", old)
+    assert code == 3
+
+
+def test_the_exit_codes_are_documented_in_help() -> None:
+    from modelbooster import cli
+
+    parser = cli.build_parser(only="validate")
+    [subparsers] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    text = " ".join(subparsers.choices["validate"].format_help().split())
+    assert "3 none is rejected, but the reconciler will not act on one" in text
+    assert "0 every object is valid, and the reconciler acts on each" in text
 
 
 def test_old_object_applies_to_the_document_of_its_name(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

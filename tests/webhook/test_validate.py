@@ -217,3 +217,18 @@ async def test_a_quoted_value_without_a_utf8_form_is_escaped_in_the_denial(webho
         "validation failed:\n  - spec.backends[0].workers[0].image: Invalid value: \"\ud800 x\": "
         "invalid container image reference: image cannot contain spaces"
     )
+
+
+async def test_a_denial_lists_the_schema_and_the_rule_errors_together(webhook: Webhook) -> None:
+    """Every error at once (docs/design/validation.md §10): a quantity that does not decode and an unsupported
+    `behavior`, in one denial with one cause each, as kube-apiserver reports every field error of a create."""
+    obj = _with("autoscalingPolicy.behavior", {"scaleUp": {}}, base=two_backends())
+    obj["spec"]["backends"][0]["workers"][0].setdefault("resources", {}).setdefault("limits", {})["memory"] = "8GB"
+    response = await _validate(webhook, obj)
+    assert response["allowed"] is False
+    causes = [(cause["field"], cause["reason"]) for cause in response["status"]["details"]["causes"]]
+    assert causes == [
+        ("spec.backends[0].workers[0].resources.limits[memory]", "FieldValueInvalid"),
+        ("spec.autoscalingPolicy.behavior", "FieldValueForbidden"),
+    ]
+    assert response["status"]["message"].endswith(f"\n  - spec.autoscalingPolicy.behavior: Forbidden: {BEHAVIOR}")

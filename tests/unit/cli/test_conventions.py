@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from modelbooster import cli, completion
+from tests.chart.scripts import load_script
 
 
 def help_text(*argv: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -93,6 +94,37 @@ def test_one_log_level_spelling_accepted_in_either_case(command: str, written: s
 def test_the_log_level_default_is_spelt_in_lower_case(command: str) -> None:
     parser = cli.build_parser(only=command)
     assert parser.parse_args([command]).log_level == "info"
+
+
+def test_the_completion_script_printed_is_the_one_the_parsers_generate() -> None:
+    """The command prints a script generated ahead of time (modelbooster/completion_script.py): it must be the one
+    the parsers give now, or `python scripts/completion_script.py --write` was forgotten."""
+    assert load_script("completion_script").main(["--check"]) == 0, "run `python scripts/completion_script.py --write`"
+
+
+def test_completion_imports_no_command_and_no_package_metadata() -> None:
+    """Sourced from `.bashrc`, `completion bash` runs in every new shell: it builds no command's parser (which
+    imports the webhook, the reconciler, SciPy...) and reads no package metadata. (Its time is measured by
+    hand, `time modelbooster completion bash`; tests never assert timings.)"""
+    script = (
+        "import sys\nfrom modelbooster import cli\ncode = cli.main(['completion', 'bash'])\n"
+        "print(code, ' '.join(sorted(sys.modules)), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    code, *loaded = done.stderr.split()
+    assert code == "0"
+    assert done.stdout.endswith("complete -F _modelbooster modelbooster\n")
+    heavy = {"pydantic", "yaml", "aiohttp", "webhook", "reconciler", "optimizer", "shared", "prometheus_client",
+             "importlib.metadata", "modelbooster.render", "modelbooster.validate"}  # fmt: skip
+    assert sorted(name for name in loaded if name in heavy or name.split(".")[0] in heavy) == []
+
+
+def test_version_is_printed_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--version"])
+    assert exited.value.code == 0
+    out, err = capsys.readouterr()
+    assert (out.startswith("modelbooster "), err) == (True, "")
 
 
 def test_completion_is_dispatched(capsys: pytest.CaptureFixture[str]) -> None:

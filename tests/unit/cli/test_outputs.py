@@ -59,14 +59,21 @@ def test_validate_json_writes_a_denial_as_the_api_servers_status(
     assert status["message"].startswith('ModelBooster "bad": validation failed:\n  - spec.backends[0].type: ')
 
 
-def test_render_with_o_json_writes_denials_and_no_children(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("output", [None, "yaml", "json", "name"])
+def test_render_never_prints_a_status_into_the_apply_pipeline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, output: str | None
+) -> None:
+    """`render -o yaml | kubectl apply -f -` must apply nothing when a ModelBooster is rejected: no child, and no
+    Status (which kubectl would try to apply); the reason goes to stderr. `validate -o json` is the report."""
     source = write(tmp_path / "m.yaml", modelbooster(name="good"), modelbooster(backend(type="SGLang"), name="bad"))
-    code, out, _ = run(capsys, render_cli, "-f", source, "-o", "json")
-    assert code == 1
-    printed = json.loads(out)
-    assert (printed["kind"], printed["details"]["name"]) == ("Status", "bad")
-    code, out, _ = run(capsys, render_cli, "-f", source)  # the default feeds `kubectl apply -f -`: nothing
+    code, out, err = run(capsys, render_cli, "-f", source, *(("-o", output) if output else ()))
     assert (code, out) == (1, "")
+    assert 'document 2 (ModelBooster "bad"):\nvalidation failed:\n  - spec.backends[0].type: ' in err
+    code, out, _ = run(capsys, validate_cli, "-f", source, "-o", "json")
+    assert [(item["kind"], item["metadata"].get("name")) for item in json.loads(out)["items"]] == [
+        ("ModelBooster", "good"),
+        ("Status", None),
+    ]
 
 
 def test_o_name_prints_kind_group_and_name(capsys: pytest.CaptureFixture[str]) -> None:

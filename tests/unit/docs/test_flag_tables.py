@@ -44,3 +44,40 @@ def _table_options(flag_tables: ModuleType, command: str) -> set[str]:
 @pytest.mark.parametrize("command", ["reconciler", "webhook", "optimizer"])
 def test_each_table_lists_exactly_the_flags_help_shows(flag_tables: ModuleType, command: str) -> None:
     assert _table_options(flag_tables, command) == _help_options(command)
+
+
+def _shown_help(command: str) -> dict[str, str]:
+    """Each option's help as `COMMAND --help` prints it (without the line wrapping)."""
+    parser = cli.build_parser(only=command)
+    [subparsers] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    subparser = subparsers.choices[command]
+    formatter = subparser._get_formatter()
+    return {
+        action.option_strings[-1]: formatter._expand_help(action)
+        for action in subparser._actions
+        if action.option_strings and action.help
+    }
+
+
+@pytest.mark.parametrize("command", ["reconciler", "webhook", "optimizer"])
+def test_help_shows_the_default_the_table_lists(flag_tables: ModuleType, command: str) -> None:
+    """`--help` is where an operator looks first: every default the docs' table lists is in it too."""
+    shown = _shown_help(command)
+    missing = []
+    for row in flag_tables.rows(flag_tables.command_parser(command)):
+        if row.default == "–":
+            continue
+        value = row.default.strip("`")
+        text = shown[row.flags[-1]]
+        # A plain on/off flag may say in words what "off" means (`-F`: "default: stateless").
+        worded = value == "off" and "(default: " in text
+        if f"(default: {value})" not in text and not worded:
+            missing.append(f"{row.flags[-1]}: {text!r} (table: {value})")
+    assert not missing, "\n".join(missing)
+
+
+def test_help_says_when_a_variable_set_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MODELBOOSTER_RECONCILER_WORKERS", "8")
+    shown = _shown_help("reconciler")
+    assert "(default: 8, from MODELBOOSTER_RECONCILER_WORKERS)" in shown["--workers"]
+    assert "(default: 15)" in shown["--lease-duration"]

@@ -131,3 +131,16 @@ def test_nothing_defined_says_so() -> None:
         "Server s: spec.class: unknown service class 'Premium' (none defined)",
         "Server s: spec.model: unknown model 'granite' (none defined)",
     ]
+
+
+def test_an_unknown_or_missing_field_names_its_likely_typo() -> None:
+    from shared.inferno_validation import InfernoObjectError, parse_inferno_object
+
+    obj = {"apiVersion": f"{api.GROUP}/{api.VERSION}", "kind": "Accelerator", "metadata": {"name": "a"},
+           "spec": {"nmae": "A100", "type": "A100", "cost": 10}}  # fmt: skip
+    with pytest.raises(InfernoObjectError) as raised:
+        parse_inferno_object(obj)
+    assert [(issue.path, issue.message) for issue in raised.value.issues] == [
+        ("spec.name", 'Field required; found "nmae": did you mean "name"?'),
+        ("spec.nmae", 'Extra inputs are not permitted; did you mean "name"?'),
+    ]
