@@ -487,7 +487,8 @@ class ModelBoosterReconciler:
                 elif result.action == "adopted":
                     report.adopted.append(child)
                 elif result.action in ("updated", "replaced") and not result.removed:
-                    report.updated.append(child)
+                    if child.ref() not in report.taken_over:  # its TakenOver event says what was written
+                        report.updated.append(child)
                 if result.removed:
                     report.removed.append(f"{child.ref()}: {'; '.join(result.removed)}")
                 if result.kept:

@@ -32,6 +32,8 @@ from typing import Any, Final
 
 import yaml
 
+from reconciler.modelbooster.synthesis.labels import stamp_revision
+
 Obj = dict[str, Any]
 
 HERE: Final = Path(__file__).parent
@@ -83,12 +85,25 @@ def booster(name: str, namespace: str) -> Obj:
     return document
 
 
-def rendered_0_2_0(name: str, *, uid: str, namespace: str) -> list[Obj]:
-    """The children modelbooster 0.2.0 rendered for that ModelBooster (tests/takeover/rendered_0_2_0)."""
+def rendered_0_2_0(name: str, *, uid: str, namespace: str, model: str | None = None) -> list[Obj]:
+    """The children modelbooster 0.2.0 rendered for that ModelBooster (tests/takeover/rendered_0_2_0), for a
+    ModelBooster of that uid (and name, `model`): the revision labels are digested again over the substituted
+    content with 0.2.0's digest (reconciler/modelbooster/synthesis/labels.py, unchanged since), as 0.2.0 would
+    have labelled them."""
     text = (HERE / "rendered_0_2_0" / f"{name}.yaml").read_text()
     text = text.replace("00000000-0000-0000-0000-000000000000", uid)
     text = text.replace("namespace: default", f"namespace: {namespace}")
-    return [document for document in yaml.safe_load_all(text) if document]
+    documents = [document for document in yaml.safe_load_all(text) if document]
+    if model is not None:
+        original = documents[0]["metadata"]["ownerReferences"][0]["name"]
+        documents = json.loads(json.dumps(documents).replace(f'"{original}', f'"{model}'))
+    autoscaled = any(document["kind"] == "AutoscalingPolicy" for document in documents)
+    for document in documents:
+        if document["kind"] == "ModelBooster":
+            continue
+        ignored = ("replicas",) if autoscaled and document["kind"] == "ModelServing" else ()
+        stamp_revision(document, ignored_spec_fields=ignored)
+    return documents
 
 
 def _kthena_revision(value: Any) -> str:
