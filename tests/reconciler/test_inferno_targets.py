@@ -113,7 +113,10 @@ async def test_an_autoscaled_backend_is_refused(fake: FakeApiServer, targets: Ta
     stored = fake.create(copy.deepcopy(scaled))
     fake.create(serving("m-a", owner=stored))
     conflict = await _problem(targets.bounds(MODEL_SERVING, NS, "m-a", server_min=None, server_max=None))
-    assert conflict.reason == "AutoscalerConflict"
+    # Admission refuses the opt-in beside a policy (shared/external_scaling.py), so such an object, stored before
+    # that rule, is not valid: Inferno leaves its replicas alone and says why.
+    assert conflict.reason == "InvalidModelBooster"
+    assert '"true" may not be set beside an autoscaling policy' in str(conflict)
 
 
 async def test_a_target_nobody_owns_is_bounded_by_the_server(fake: FakeApiServer, targets: Targets) -> None:
