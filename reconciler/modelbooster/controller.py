@@ -478,6 +478,7 @@ class ModelBoosterReconciler:
             return_exceptions=True,
         )
         servings: dict[str, ChildOutcome] = {}
+        taken_over = set(report.taken_over)  # their TakenOver event says what was written: no Updated besides
         for child, result in zip(desired, results, strict=True):
             if isinstance(result, ChildOutcome):
                 if child.kind == MODEL_SERVING:
@@ -486,9 +487,8 @@ class ModelBoosterReconciler:
                     report.created.append(child)
                 elif result.action == "adopted":
                     report.adopted.append(child)
-                elif result.action in ("updated", "replaced") and not result.removed:
-                    if child.ref() not in report.taken_over:  # its TakenOver event says what was written
-                        report.updated.append(child)
+                elif result.action in ("updated", "replaced") and not result.removed and child.ref() not in taken_over:
+                    report.updated.append(child)
                 if result.removed:
                     report.removed.append(f"{child.ref()}: {'; '.join(result.removed)}")
                 if result.kept:
