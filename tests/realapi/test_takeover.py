@@ -217,3 +217,60 @@ def test_taking_over_restarts_no_pod(
             real_user.check_processes()
     finally:
         registration.remove(api)
+
+
+def test_an_immutable_field_is_held_back_not_retried(
+    kthena_crds: Any,
+    *,
+    real_api: RealCluster,
+    real_namespace: str,
+    real_user: RealSession,
+    real_webhook_server: WebhookServer,
+    tmp_path: Path,
+) -> None:
+    """Kthena v1.0 rendered a worker without `replicas` with `minRoleReplicas: {leader: 0}`, which its CRD (CEL
+    `self == oldSelf`) never lets change; we render 1. The takeover completes (Initialized) without touching it;
+    a spec change that would roll it is reported (Failed/ImmutableField, both values) and not retried."""
+    kthena_crds("v1.0", "v1.0.0")
+    api = real_user.user
+    written = kthena.booster("v1-worker-replicas-omitted", real_namespace)
+    created = raw_request(api, "POST", f"/apis/{WORKLOAD}/v1alpha1/namespaces/{real_namespace}/modelboosters",
+                          body=written)  # fmt: skip
+    name, uid = created["metadata"]["name"], created["metadata"]["uid"]
+    for child in kthena.children({**written, "metadata": created["metadata"]}, generation="v1.0.0", uid=uid):
+        path = PLURALS[child["kind"]].format(ns=real_namespace)
+        raw_request(api, "POST", f"{path}?fieldManager=kthena-controller-manager", body=child)
+    serving_name = f"{name}-cpu"
+    before = _serving(real_user, real_namespace, serving_name)
+    apply_crds(api, [crd for crd in chart_crds() if crd["metadata"]["name"] == BOOSTER_CRD])
+    registration = register_webhook(api, real_webhook_server, namespace=real_namespace)
+    try:
+        with running_reconciler(real_api, namespace=real_namespace, workdir=tmp_path) as reconciler:
+            real_user.processes.append(reconciler.process)
+            _converged(real_user, real_namespace, name)
+            kept = _serving(real_user, real_namespace, serving_name)
+            assert kept["spec"] == before["spec"]
+            assert kept["spec"]["template"]["gangPolicy"]["minRoleReplicas"] == {"leader": 0}
+
+            stored = get_object(real_user, BOOSTERS, real_namespace, name)
+            assert stored is not None
+            spec = copy.deepcopy(stored["spec"])
+            spec["backend"]["workers"][0]["config"]["max-model-len"] = 8192
+            raw_request(api, "PUT", f"/apis/{WORKLOAD}/v1alpha1/namespaces/{real_namespace}/modelboosters/{name}",
+                        body={**stored, "spec": spec})  # fmt: skip
+
+            def held_back() -> Obj | None:
+                failed = condition(get_object(real_user, BOOSTERS, real_namespace, name), "Failed")
+                return failed if failed and failed["reason"] == "ImmutableField" else None
+
+            failed = wait_for(held_back, timeout=TIMEOUT, what="the change to be held back")
+            assert 'spec.template.gangPolicy.minRoleReplicas is {"leader":0}, the ModelBooster now renders ' \
+                '{"leader":1}' in failed["message"]  # fmt: skip
+            mark = writes(reconciler)
+            time.sleep(3.0)
+            assert writes(reconciler) == mark  # no retry loop
+            assert _serving(real_user, real_namespace, serving_name)["metadata"]["resourceVersion"] == \
+                kept["metadata"]["resourceVersion"]  # fmt: skip
+            real_user.check_processes()
+    finally:
+        registration.remove(api)
