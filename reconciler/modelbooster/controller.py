@@ -34,7 +34,7 @@ from reconciler.modelbooster.children import ChildInformers
 from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid, setup_pod_informer
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
-from reconciler.modelbooster.rendering import Rendering, decide, rendering_input, template_digest
+from reconciler.modelbooster.rendering import Memo, Rendering, decide, rendering_input, template_digest
 from reconciler.modelbooster.settings import (
     DynamicSettings,
     ModelBoosterSettings,
@@ -245,6 +245,7 @@ class ModelBoosterReconciler:
         # Per ModelBooster uid: its namespace and how many of its ModelServings keep an older rendering (§16).
         self.older: dict[str, tuple[str, int]] = {}
         self._immutable_memo: tuple[Any, tuple[Path, ...]] | None = None
+        self._rendering_memo = Memo()
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, key: ObjectKey) -> Result:
@@ -331,7 +332,7 @@ class ModelBoosterReconciler:
             backend = str((metadata(child.obj).get("labels") or {}).get(LABEL_BACKEND_NAME) or "")
             source = rendering_input(booster, backend, runtime_adapters=plan.templates.get(backend))
             rendering = decide(child, live, source=source, schema=schema, immutable=immutable,
-                               manager=self.field_manager)  # fmt: skip
+                               manager=self.field_manager, memo=self._rendering_memo)  # fmt: skip
             renderings[child.name] = rendering
             report.servings += 1
             if rendering.older:

@@ -32,9 +32,9 @@ read; it is recorded anew instead of being rolled.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -148,12 +148,13 @@ def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, templa
     """The desired ModelServing with the live pod-shaping spec in place of the rendered one. Its revision label
     names what it holds: the rendered one's when the live spec is the current rendering (with the server's
     defaults), else the one the live object carries (what it was written with), else one of its own."""
-    spec = copy.deepcopy(pod_shaping(live))
+    # Shallow: nothing downstream changes a desired object in place, and `live` is the caller's own copy.
+    spec = pod_shaping(live)
     rendered = desired.obj.get("spec") or {}
     for key in NOT_HELD:
         if key in rendered:
             spec[key] = rendered[key]
-    meta = copy.deepcopy(desired.obj["metadata"])
+    meta = {**desired.obj["metadata"], "labels": dict(desired.obj["metadata"].get("labels") or {})}
     obj = {**desired.obj, "metadata": meta, "spec": spec}
     if not current:
         kept = (metadata(dict(live)).get("labels") or {}).get(LABEL_REVISION)
@@ -170,6 +171,52 @@ def stored_digest(desired: Desired, schema: Mapping[str, Any] | None) -> str:
     return template_digest(with_defaults({"spec": desired.obj.get("spec") or {}}, schema))
 
 
+class Memo:
+    """What a live ModelServing's content gives, by its uid and resourceVersion (the content of one version never
+    changes): its template digest, and whether it is the current rendering of a desired object (named by the
+    desired object's revision label and the served schema's identity). Every reconcile asks both of every
+    ModelServing; bounded, the oldest forgotten first (which costs one more computation each)."""
+
+    def __init__(self, size: int = 16_384) -> None:
+        self._size = size
+        self._digests: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._current: OrderedDict[tuple[str, str, str, int], bool] = OrderedDict()
+
+    def digest(self, live: Mapping[str, Any]) -> str:
+        key = _version(live)
+        if key is None:
+            return template_digest(live)
+        found = self._digests.get(key)
+        if found is None:
+            found = self._digests[key] = template_digest(live)
+            _bound(self._digests, self._size)
+        return found
+
+    def current(self, desired: Desired, live: Mapping[str, Any], schema: object) -> bool:
+        """Whether `live` already carries the pod-shaping spec `desired` renders (server defaults aside)."""
+        version = _version(live)
+        revision = str((metadata(desired.obj).get("labels") or {}).get(LABEL_REVISION) or "")
+        if version is None or not revision:
+            return is_subset(pod_shaping(desired.obj), pod_shaping(live))
+        key = (*version, revision, id(schema))
+        found = self._current.get(key)
+        if found is None:
+            found = self._current[key] = is_subset(pod_shaping(desired.obj), pod_shaping(live))
+            _bound(self._current, self._size)
+        return found
+
+
+def _version(live: Mapping[str, Any]) -> tuple[str, str] | None:
+    meta = metadata(dict(live))
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
+
+
+def _bound(memo: OrderedDict[Any, Any], size: int) -> None:
+    while len(memo) > size:
+        memo.popitem(last=False)
+
+
 def decide(
     desired: Desired,
     live: dict[str, Any] | None,
@@ -178,17 +225,19 @@ def decide(
     schema: Mapping[str, Any] | None,
     immutable: Sequence[Path],
     manager: str,
+    memo: Memo | None = None,
 ) -> Rendering:
     """Take over, keep, roll or hold back one ModelServing (see the module docstring). `source` is the digest of
     its rendering input (`rendering_input`), `schema` the served CRD's schema and `immutable` the paths it
-    declares immutable."""
+    declares immutable; `memo` spares recomputing what an unchanged live object gives."""
     if live is None:
         return _writing(desired, source=source, schema=schema)
+    memo = memo or Memo(size=0)
     whole = full_object(live)
     annotations = metadata(whole).get("annotations") or {}
     recorded, recorded_source = annotations.get(ANNOTATION_TEMPLATE), annotations.get(ANNOTATION_TEMPLATE_INPUT)
-    seen = template_digest(whole)
-    current = is_subset(pod_shaping(desired.obj), pod_shaping(whole))
+    seen = memo.digest(whole)
+    current = memo.current(desired, whole, schema)
     if recorded is None or (recorded != seen and _reshaped(whole, manager=manager)):
         return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
     if recorded == seen and (recorded_source == source or current):

@@ -10,6 +10,7 @@ import pytest
 
 from reconciler.modelbooster.kinds import MODEL_SERVING
 from reconciler.modelbooster.rendering import (
+    Memo,
     decide,
     pod_shaping,
     rendering_input,
@@ -169,7 +170,7 @@ def test_the_input_is_what_the_user_wrote_and_asked() -> None:
     assert rendering_input(booster(), "cpu") == base
     assert rendering_input(booster(routeWeight=30), "cpu") == base
     assert rendering_input(booster(maxReplicas=9), "cpu") == base
-    assert rendering_input(booster(image="x"), "cpu") != base  # any pod-shaping field
+    assert rendering_input(booster(cacheURI="hostpath:///srv/models"), "cpu") != base  # any pod-shaping field
     asked = booster()
     asked["metadata"]["annotations"] = {ANNOTATION_ROLLOUT: "2026-11-27T10:00:00Z"}
     assert rendering_input(asked, "cpu") != base
@@ -243,3 +244,27 @@ def test_defaults_fill_what_is_left_out_and_nothing_else() -> None:
     value = {"a": 5, "d": [{}, {"e": 4}], "m": {"k": {}}}
     assert with_defaults(value, schema) == {"a": 5, "b": {"c": "x"}, "d": [{"e": 2}, {"e": 4}], "m": {"k": {"f": 3}}}
     assert value == {"a": 5, "d": [{}, {"e": 4}], "m": {"k": {}}}  # not changed in place
+
+
+def test_the_memo_answers_for_one_version_of_a_live_object_only() -> None:
+    """What a live ModelServing gives depends on its content, which one resourceVersion fixes: a new version (or
+    another desired rendering, named by its revision label) is worked out again."""
+    document = booster()
+    desired = desired_serving(document)
+    live = stored(desired.obj)
+    live["metadata"].update(uid="u1", resourceVersion="5")
+    memo = Memo()
+    assert memo.digest(live) == template_digest(live)
+    assert memo.current(desired, live, serving_schema())
+    changed = copy.deepcopy(live)
+    changed["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["hostNetwork"] = True
+    assert memo.digest(changed) == template_digest(live)  # the same version: the memo's answer
+    changed["metadata"]["resourceVersion"] = "6"
+    assert memo.digest(changed) == template_digest(changed) != template_digest(live)
+    other = desired_serving(booster(cacheURI="hostpath:///srv/models"))
+    assert other.obj["metadata"]["labels"][LABEL_REVISION] != desired.obj["metadata"]["labels"][LABEL_REVISION]
+    assert not memo.current(other, changed, serving_schema())
+    small = Memo(size=1)
+    small.digest(live)
+    small.digest(changed)
+    assert len(small._digests) == 1
