@@ -96,6 +96,12 @@ def _completion() -> _Command:
     return completion.Command()
 
 
+def _rollout() -> _Command:
+    from modelbooster import rollout
+
+    return rollout
+
+
 def _webhook() -> _Command:
     from webhook import main
 
@@ -129,6 +135,7 @@ COMMANDS: dict[str, Subcommand] = {
     "validate": Subcommand(_validate, "check ModelBooster and Inferno manifests as admission would (offline)"),
     "crds": Subcommand(_crds, "print the CRD manifests generated from the shared models", _TOOL_EXIT_CODES),
     "certs": Subcommand(_certs, "write a CA and serving certificate for local development", _TOOL_EXIT_CODES),
+    "rollout": Subcommand(_rollout, "ask for the current rendering of ModelBoosters' ModelServings (restarts pods)"),
     "completion": Subcommand(_completion, "print a shell completion script (bash or zsh)", _TOOL_EXIT_CODES),
     "webhook": Subcommand(_webhook, "run the admission webhook server", SERVER_EXIT_CODES),
     "reconciler": Subcommand(_reconciler, "run the controller (ModelBooster, Inferno)", SERVER_EXIT_CODES),

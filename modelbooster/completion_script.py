@@ -14,7 +14,7 @@ _modelbooster() {
         case "$word" in -*) ;; *) command="$word"; break ;; esac
     done
     case "$command" in
-        "") COMPREPLY=($(compgen -W "render validate crds certs completion webhook reconciler optimizer --help" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "render validate crds certs rollout completion webhook reconciler optimizer --help" -- "$cur")) ;;
         render)
             case "$prev" in
                 -f|--filename) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -49,6 +49,13 @@ _modelbooster() {
                 --extra-san) COMPREPLY=(); return ;;
             esac
             COMPREPLY=($(compgen -W "-h --help --out --service --namespace --extra-san --force" -- "$cur")) ;;
+        rollout)
+            case "$prev" in
+                -n|--namespace) COMPREPLY=(); return ;;
+                --kubeconfig) COMPREPLY=(); return ;;
+                --context) COMPREPLY=(); return ;;
+            esac
+            COMPREPLY=($(compgen -W "-h --help -n --namespace --all -A --all-namespaces --dry-run --kubeconfig --context" -- "$cur")) ;;
         completion)
             case "$prev" in
             esac

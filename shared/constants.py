@@ -56,6 +56,8 @@ DEFAULT_ENGINE_PORT: Final = 8000
 CONDITION_INITIALIZED: Final = "Initialized"
 CONDITION_ACTIVE: Final = "Active"
 CONDITION_FAILED: Final = "Failed"
+# Whether every ModelServing runs the pod template this version renders (docs/design/reconciler.md §16).
+CONDITION_UP_TO_DATE: Final = "UpToDate"
 
 # Limits that the child CRDs impose and that we check at admission instead (docs/design/api.md §4).
 MAX_REPLICAS: Final = 1_000_000

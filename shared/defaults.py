@@ -59,7 +59,22 @@ def apply_defaults(obj: Mapping[str, Any]) -> Defaulted:
         # A single backend (Kthena v0.2 and later): its scheduler and its workers (docs/design/api.md §8).
         _set_absent(single, "schedulerName", DEFAULT_SINGLE_BACKEND_SCHEDULER, at="/spec/backend", into=result)
         _default_workers(single, path="spec.backend", at="/spec/backend", into=result)
+        if isinstance(spec.get("autoscalingPolicy"), dict) and single.get("minReplicas") == 0:
+            metadata = result.obj.get("metadata")
+            model = metadata.get("name") if isinstance(metadata, dict) else None
+            serving = f"{model}-{single.get('name')}" if model else "<model>-<backend>"
+            result.warnings.append(zero_minimum_warning(serving))
     return result
+
+
+def zero_minimum_warning(serving: str) -> str:
+    """Admitted as Kthena v0.4.0 admitted it, saying what keeps such a backend at zero (docs/design/api.md §8)."""
+    return (
+        "spec.backend.minReplicas: 0 with spec.autoscalingPolicy: the backend starts with no pod, and its "
+        "autoscaler reads the policy's metrics from the backend's pods, so nothing scales it up from zero; set "
+        "minReplicas to 1 to serve at once, or scale its ModelServing yourself (kubectl scale "
+        f"modelservings.workload.serving.volcano.sh {serving} --replicas=1), after which the policy takes over"
+    )
 
 
 def _default_backend(backend: dict[str, Any], *, index: int, model_level: bool, into: Defaulted) -> None:

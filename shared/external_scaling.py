@@ -7,7 +7,10 @@ outside — by the Inferno controller's Scale actuation, KEDA, or an HPA — bet
   two must be equal: nothing could move the count between them);
 - the reconciler creates each ModelServing at `minReplicas` and never writes its `spec.replicas` again (the
   same rule as for an autoscaled backend, docs/design/reconciler.md §7);
-- no AutoscalingPolicy or binding is made for it.
+- no AutoscalingPolicy or binding is made for it;
+- it may not be set beside an autoscaling policy (model-level, a backend's own, or a single backend's
+  `spec.autoscalingPolicy`): Kthena's autoscaler would then write the same replicas through the policy, and the
+  two scalers would fight over them. Admission refuses the pair, naming both ways out.
 
 The name is under the project's own prefix, not Kthena's `workload.serving.volcano.sh/`: Kthena owns that
 prefix and may define annotations there, and its API is left untouched.
@@ -29,6 +32,14 @@ NO_AUTOSCALING_DETAIL: Final = (
     "minReplicas and maxReplicas must be equal when no autoscaling is set; to let replicas move between them, "
     f"set autoscalingPolicy, or annotate the ModelBooster {ANNOTATION_EXTERNAL_REPLICAS}: \"true\" so they are "
     "set from outside (Inferno, KEDA or an HPA)"
+)
+
+
+EXTERNAL_WITH_POLICY_DETAIL: Final = (
+    f'"{ENABLED_VALUE}" may not be set beside an autoscaling policy: both would set the replicas (Kthena\'s '
+    "autoscaler through the policy, and Inferno, KEDA or an HPA through /scale) and fight over them; remove the "
+    f"annotation {ANNOTATION_EXTERNAL_REPLICAS} to let the policy scale the backends, or remove the autoscaling "
+    "policy (spec.autoscalingPolicy, or each backend's own) to let the external scaler set the replicas"
 )
 
 

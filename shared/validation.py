@@ -81,6 +81,7 @@ from shared.external_scaling import (
 )
 from shared.external_scaling import (
     ANNOTATION_EXTERNAL_REPLICAS,
+    EXTERNAL_WITH_POLICY_DETAIL,
     NO_AUTOSCALING_DETAIL,
     replicas_set_externally,
 )
@@ -433,8 +434,11 @@ def _autoscaling_scope(model: ModelBooster) -> Iterator[FieldError]:
         if spec.cost_expansion_rate_percent is not None:
             error = forbidden("spec.costExpansionRatePercent", COST_EXPANSION_WITHOUT_MODEL_LEVEL)
             yield _reads(error, error.path, "spec.autoscalingPolicy")
+        # A single backend's `spec.autoscalingPolicy` (Kthena v0.2-v0.4) may start from zero, as Kthena v0.4.0's
+        # webhook admitted: the warning says what keeps it there (shared/external_scaling.py).
+        single = spec.backend is not None
         for i, backend in enumerate(backends):
-            if backend.autoscaling_policy is not None and backend.min_replicas < 1:
+            if backend.autoscaling_policy is not None and backend.min_replicas < 1 and not single:
                 error = invalid(
                     f"spec.backends[{i}].minReplicas",
                     backend.min_replicas,
@@ -596,6 +600,11 @@ def _additional_rules(model: ModelBooster) -> Iterator[FieldError]:
             external,
             f"must be {' or '.join(repr(value) for value in EXTERNAL_REPLICAS_VALUES)}",
         )
+    if replicas_set_externally(model.metadata.annotations):
+        policies = _autoscaling_switches(model.spec.backends)
+        if model.spec.autoscaling_policy is not None or any(b.autoscaling_policy for b in model.spec.backends):
+            both = forbidden(f"metadata.annotations[{ANNOTATION_EXTERNAL_REPLICAS}]", EXTERNAL_WITH_POLICY_DETAIL)
+            yield _reads(both, "metadata.annotations", *policies)
     backends = model.spec.backends
     pd_counts_ok = [True] * len(backends)
     configs_ok = [True] * len(backends)

@@ -35,6 +35,7 @@ from reconciler.modelbooster.collisions import conflict_message
 from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid, setup_pod_informer
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
+from reconciler.modelbooster.rendering import Memo, Rendering, decide, rendering_input, template_digest
 from reconciler.modelbooster.settings import (
     DynamicSettings,
     ModelBoosterSettings,
@@ -45,10 +46,12 @@ from reconciler.modelbooster.settings import (
 from reconciler.modelbooster.status import (
     REASON_ABNORMAL,
     REASON_CHILD_TERMINATING,
+    REASON_IMMUTABLE,
     REASON_INVALID,
     REASON_KIND_NOT_SERVED,
     REASON_LORA,
     REASON_NOT_OWNED,
+    REASON_REFUSED,
     BackendState,
     Outcome,
     becomes_initialized,
@@ -63,6 +66,7 @@ from reconciler.runtime.apply import (
     ChildTerminating,
     Desired,
     NotControlledError,
+    adoptable,
     controller_ref,
     delete_child,
     ensure_child,
@@ -74,12 +78,14 @@ from reconciler.runtime.conditions import condition_status, rfc3339_now, status_
 from reconciler.runtime.controller import Controller, ReconcileError, Result, TerminalError, map_to_controller_owner
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.foreign import RemovalHistory, ToleratedFields
+from reconciler.runtime.immutable import immutable_paths
 from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.kinds import CONFIG_MAP, NAMESPACE, Kind
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.namespaces import NamespaceLifecycle, namespace_transform, refused_as_terminating
 from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.outage import is_unavailable
+from reconciler.runtime.paths import Path
 from reconciler.runtime.source import EventType, KeyMapper, ObjectKey, map_to_self
 from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import DEFAULT_GENERATION
@@ -97,6 +103,7 @@ from shared.constants import (
 from shared.errors import ValidationFailed
 from shared.naming import backend_resource_name
 from shared.remedy import how_to_fix
+from shared.rollout import ANNOTATION_ROLLOUT, ANNOTATION_TEMPLATE
 from shared.validation import parse_modelbooster
 
 logger = logging.getLogger(__name__)
@@ -128,29 +135,53 @@ class _Report:
     terminating: list[str] = field(default_factory=list)
     namespace_terminating: bool = False
     lora_failures: list[str] = field(default_factory=list)  # already reported by their own events
+    # Children the API server refused (422): not retried, since only a change of the ModelBooster or of the
+    # child can make the same write pass; they wake the ModelBooster.
+    refused: list[str] = field(default_factory=list)
+    # ModelServings kept at an older rendering (§16), those taken over as they run, and the changes held back
+    # because they would change a field the served CRD declares immutable.
+    older: list[str] = field(default_factory=list)
+    servings: int = 0
+    taken_over: list[str] = field(default_factory=list)
+    held_back: list[str] = field(default_factory=list)
+    rollout_hint: str = ""
 
     @property
     def unavailable_only(self) -> bool:
         return bool(self.failures) and self.unavailable == len(self.failures) and not (
-            self.not_owned or self.lora_failures or self.terminating
+            self.not_owned or self.lora_failures or self.terminating or self.refused
         )
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.not_owned and not self.lora_failures and not self.terminating
+        return not (self.failures or self.not_owned or self.lora_failures or self.terminating or self.refused)
+
+    @property
+    def retry(self) -> bool:
+        """Whether retrying may succeed without anything else changing (a refusal or a held-back change may not)."""
+        return bool(self.failures or self.not_owned or self.lora_failures or self.terminating)
 
     def outcome(self) -> Outcome:
-        if self.not_owned:
-            return Outcome(applied_all=False, failure="; ".join(self.not_owned), failure_reason=REASON_NOT_OWNED)
-        if self.terminating:
-            return Outcome(
-                applied_all=False, failure="; ".join(self.terminating), failure_reason=REASON_CHILD_TERMINATING
-            )
-        if self.failures:
-            return Outcome(applied_all=False, failure="; ".join(self.failures), failure_reason=REASON_ABNORMAL)
-        if self.lora_failures:
-            return Outcome(applied_all=True, failure="; ".join(self.lora_failures), failure_reason=REASON_LORA)
-        return Outcome(applied_all=True)
+        applied_all, failure, reason = True, None, REASON_ABNORMAL
+        for messages, reason_now, applied in (
+            (self.not_owned, REASON_NOT_OWNED, False),
+            (self.terminating, REASON_CHILD_TERMINATING, False),
+            (self.failures, REASON_ABNORMAL, False),
+            (self.refused, REASON_REFUSED, False),
+            (self.held_back, REASON_IMMUTABLE, True),
+            (self.lora_failures, REASON_LORA, True),
+        ):
+            if messages:
+                applied_all, failure, reason = applied, "; ".join(messages), reason_now
+                break
+        return Outcome(
+            applied_all=applied_all,
+            failure=failure,
+            failure_reason=reason,
+            older=tuple(self.older),
+            servings=self.servings,
+            rollout_hint=self.rollout_hint,
+        )
 
 
 def serving_available(serving: dict[str, Any] | None) -> bool:
@@ -212,6 +243,10 @@ class ModelBoosterReconciler:
         self.field_manager = field_manager
         self.metrics = metrics
         self._now = now
+        # Per ModelBooster uid: its namespace and how many of its ModelServings keep an older rendering (§16).
+        self.older: dict[str, tuple[str, int]] = {}
+        self._immutable_memo: tuple[Any, tuple[Path, ...]] | None = None
+        self._rendering_memo = Memo()
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, key: ObjectKey) -> Result:
@@ -246,15 +281,23 @@ class ModelBoosterReconciler:
         for message in pruned:
             await self.recorder.emit(booster, type="Warning", reason="FieldNotServed", message=message)
         plan = self.lora.plan(typed=typed, desired=desired, servings=self.children[MODEL_SERVING], render=self._render)
-        desired = plan.desired
-        report = _Report()
+        report = _Report(rollout_hint=rollout_hint(key))
+        renderings = self._renderings(booster, plan, report)
+        desired = [
+            renderings[child.name].desired if child.kind == MODEL_SERVING and child.name in renderings else child
+            for child in plan.desired
+        ]
         outcomes = await self._apply_all(booster, desired, report)
         if report.namespace_terminating:
             self.namespaces.skip(key.namespace, "its ModelBoosters are")
             return Result()
+        await self._record_stored(renderings, outcomes, report)
+        self.older[uid] = (key.namespace, len(report.older))
         if report.ok:
             await self._prune(booster, uid, desired, report)
-        await self._finish_lora(booster, plan, outcomes, report)
+        # LoRA state follows the templates written: a kept older one says nothing of the adapters it carries.
+        kept = {name for name, rendering in renderings.items() if rendering.older}
+        await self._finish_lora(booster, plan, {n: o for n, o in outcomes.items() if n not in kept}, report)
         if report.unavailable_only:
             # The server is (partly) unavailable, e.g. restarting: nothing a user could act on, and a Failed status
             # and an ApplyFailed event now would only be rewritten once it answers; the retry comes at once then.
@@ -264,10 +307,84 @@ class ModelBoosterReconciler:
             raise ReconcileError(message, outage=True)
         # Independent writes: one round trip instead of two.
         await asyncio.gather(self._write_status(booster, report.outcome()), self._post_events(booster, report))
-        if not report.ok:
+        if report.retry:
             raise ReconcileError("; ".join(report.not_owned + report.terminating + report.failures +
                                            report.lora_failures))  # fmt: skip
         return Result()
+
+    # ------------------------------------------------------------------ renderings (§16)
+    def _renderings(self, booster: dict[str, Any], plan: LoraPlan, report: _Report) -> dict[str, Rendering]:
+        """Per ModelServing of ours (or ours to adopt): take it over, keep it, roll it or hold it back."""
+        servings = self.children.get(MODEL_SERVING)
+        if servings is None:
+            return {}
+        meta = booster["metadata"]
+        uid = str(meta.get("uid"))
+        selector = {LABEL_MANAGED_BY: MANAGED_BY_VALUE, LABEL_MODEL_NAME: str(meta.get("name"))}
+        schema = self.children.schema(MODEL_SERVING)
+        immutable = self._immutable_paths(schema)
+        renderings: dict[str, Rendering] = {}
+        for child in plan.desired:
+            if child.kind != MODEL_SERVING:
+                continue
+            live = servings.get(child.namespace, child.name)
+            if live is not None and not adoptable(live, owner_uid=uid, selector=selector):
+                continue  # not ours: refused when written (§4)
+            backend = str((metadata(child.obj).get("labels") or {}).get(LABEL_BACKEND_NAME) or "")
+            source = rendering_input(booster, backend, runtime_adapters=plan.templates.get(backend))
+            rendering = decide(child, live, source=source, schema=schema, immutable=immutable,
+                               manager=self.field_manager, memo=self._rendering_memo)  # fmt: skip
+            renderings[child.name] = rendering
+            report.servings += 1
+            if rendering.older:
+                report.older.append(child.name)
+            if live is not None and not (metadata(full_object(live)).get("annotations") or {}).get(ANNOTATION_TEMPLATE):
+                report.taken_over.append(child.ref())
+            if rendering.conflicts:
+                fields = "; ".join(conflict.describe(child.obj) for conflict in rendering.conflicts)
+                report.held_back.append(
+                    f"{child.ref()} is kept as it runs: the change would alter what its served CRD "
+                    f"{MODEL_SERVING.plural}.{MODEL_SERVING.group} declares immutable ({fields}), which the API "
+                    "server refuses to update. To apply it, delete the ModelServing, which restarts its pods, and "
+                    f"it is created anew (`kubectl delete {MODEL_SERVING.plural}.{MODEL_SERVING.group} -n "
+                    f"{child.namespace} {child.name}`); or change the ModelBooster back"
+                )
+        return renderings
+
+    def _immutable_paths(self, schema: Any) -> tuple[Path, ...]:
+        """The fields the served ModelServing CRD declares immutable (one walk per served schema)."""
+        if self._immutable_memo is None or self._immutable_memo[0] is not schema:
+            self._immutable_memo = (schema, immutable_paths(schema))
+        return self._immutable_memo[1]
+
+    async def _record_stored(
+        self, renderings: dict[str, Rendering], outcomes: dict[str, ChildOutcome], report: _Report
+    ) -> None:
+        """Where the server stored something else than the digest a write of the current rendering recorded (a
+        mutating webhook), record what it stored: one more write, of the annotation only."""
+        servings = self.children.get(MODEL_SERVING)
+        if servings is None:
+            return
+        for name, rendering in renderings.items():
+            if rendering.written is None or name not in outcomes or outcomes[name].action == "unchanged":
+                continue  # nothing written, nothing recorded to correct
+            child = rendering.desired
+            stored = servings.get(child.namespace, name)
+            if stored is None:
+                continue
+            whole = full_object(stored)
+            actual = template_digest(whole)
+            if (metadata(whole).get("annotations") or {}).get(ANNOTATION_TEMPLATE) == actual:
+                continue
+            patch = {"metadata": {"annotations": {ANNOTATION_TEMPLATE: actual}}}
+            try:
+                written = await self.client.patch(MODEL_SERVING, child.namespace, name, patch,
+                                                  field_manager=self.field_manager)  # fmt: skip
+            except ApiError as error:
+                report.failures.append(f"recording the template of {child.ref()} failed: {error}")
+                report.unavailable += is_unavailable(error)
+                continue
+            servings.write_through(written)
 
     async def _not_served(self, booster: dict[str, Any], key: ObjectKey, missing: list[str]) -> None:
         """Nothing of this ModelBooster is written; the CRD's appearance wakes it (no retry meanwhile)."""
@@ -363,6 +480,7 @@ class ModelBoosterReconciler:
             return_exceptions=True,
         )
         servings: dict[str, ChildOutcome] = {}
+        taken_over = set(report.taken_over)  # their TakenOver event says what was written: no Updated besides
         for child, result in zip(desired, results, strict=True):
             if isinstance(result, ChildOutcome):
                 if child.kind == MODEL_SERVING:
@@ -371,7 +489,7 @@ class ModelBoosterReconciler:
                     report.created.append(child)
                 elif result.action == "adopted":
                     report.adopted.append(child)
-                elif result.action in ("updated", "replaced") and not result.removed:
+                elif result.action in ("updated", "replaced") and not result.removed and child.ref() not in taken_over:
                     report.updated.append(child)
                 if result.removed:
                     report.removed.append(f"{child.ref()}: {'; '.join(result.removed)}")
@@ -387,6 +505,11 @@ class ModelBoosterReconciler:
             elif isinstance(result, ApiError) and refused_as_terminating(result):
                 report.namespace_terminating = True
                 self.namespaces.refused(child.namespace)
+            elif isinstance(result, ApiError) and result.status == 422:
+                report.refused.append(
+                    f"the API server refused {child.ref()}: {result.message}; this is not retried until the "
+                    "ModelBooster or the child changes"
+                )
             elif isinstance(result, ApiError):
                 report.failures.append(f"applying {child.ref()} failed: {result}")
                 report.unavailable += is_unavailable(result)
@@ -526,8 +649,26 @@ class ModelBoosterReconciler:
             await self.recorder.emit(booster, type="Warning", reason="OwnershipConflict", message=message)
         for message in report.terminating:
             await self.recorder.emit(booster, type="Warning", reason="ChildTerminating", message=message)
+        if report.taken_over:
+            message = (
+                "Took over as they run, keeping their pod templates (no pod restarts; they move to the current "
+                "rendering with the next change of the spec or a rollout request): " + ", ".join(report.taken_over)
+            )
+            await self.recorder.emit(booster, type="Normal", reason="TakenOver", message=message)
+        for message in report.held_back:
+            await self.recorder.emit(booster, type="Warning", reason=REASON_IMMUTABLE, message=message)
+        for message in report.refused:
+            await self.recorder.emit(booster, type="Warning", reason=REASON_REFUSED, message=message)
         for message in report.failures:
             await self.recorder.emit(booster, type="Warning", reason="ApplyFailed", message=message)
+
+
+def rollout_hint(key: ObjectKey) -> str:
+    """How a user asks for the current rendering of one ModelBooster (§16)."""
+    return (
+        f"`modelbooster rollout {key.name} -n {key.namespace}` (or `kubectl annotate modelbooster {key.name} -n "
+        f'{key.namespace} {ANNOTATION_ROLLOUT}="$(date -u +%Y-%m-%dT%H:%M:%SZ)" --overwrite`)'
+    )
 
 
 def _model_index(obj: dict[str, Any]) -> Iterable[str]:
@@ -561,6 +702,14 @@ def condition_counts(boosters: Informer) -> dict[str, int]:
         for condition in counts:
             if condition_status(booster.get("status"), condition) == "True":
                 counts[condition] += 1
+    return counts
+
+
+def older_counts(older: dict[str, tuple[str, int]]) -> dict[str, int]:
+    """`modelbooster_servings_older_rendering{namespace}`, from what each ModelBooster's last reconcile found."""
+    counts: dict[str, int] = {}
+    for namespace, count in older.values():
+        counts[namespace] = counts.get(namespace, 0) + count
     return counts
 
 
@@ -642,9 +791,17 @@ def register_modelbooster(context: Context, settings: ModelBoosterSettings) -> R
             context.recorder.forget(uid)
             children.fit.forget(uid)
             lora.forget(uid)
+            reconciler.older.pop(uid, None)
 
     boosters.add_handler(forget)
     manager.add_controller(controller)
+    manager.metrics.add_condition_gauge(
+        name="modelbooster_servings_older_rendering",
+        documentation="ModelServings that keep an older rendering than this version renders (restarted by a "
+        "rollout request or the next spec change), by namespace",
+        counts=lambda: older_counts(reconciler.older),
+        label="namespace",
+    )
     manager.metrics.add_condition_gauge(
         name="modelbooster_boosters",
         documentation="ModelBoosters per condition that is True",

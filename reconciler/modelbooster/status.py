@@ -7,8 +7,9 @@ from what it did and what the caches show, and writes it only if it differs from
 - a no-op reconcile writes nothing;
 - `Failed` goes back to False on the next successful reconcile (the reference never cleared it: Q6).
 
-The three conditions are always present, in the order Initialized, Active, Failed; conditions of other
-types that someone else added are kept after ours.
+The four conditions are always present, in the order Initialized, Active, Failed, UpToDate; conditions of other
+types that someone else added are kept after ours. UpToDate says whether every ModelServing runs the pod
+template this version renders, or how many keep an older one (docs/design/reconciler.md §16).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from reconciler.runtime.conditions import WantedCondition, condition_status, merge_conditions
-from shared.constants import CONDITION_ACTIVE, CONDITION_FAILED, CONDITION_INITIALIZED
+from shared.constants import CONDITION_ACTIVE, CONDITION_FAILED, CONDITION_INITIALIZED, CONDITION_UP_TO_DATE
 
 # Reasons and messages. Active/Failed keep the reference's reasons (docs/design/quirks.md §3) so that
 # existing tooling reading them keeps working; the others are ours.
@@ -37,8 +38,15 @@ REASON_NOT_OWNED = "OwnershipConflict"
 REASON_CHILD_TERMINATING = "ChildTerminating"
 REASON_LORA = "LoraUpdateFailed"
 REASON_KIND_NOT_SERVED = "KindNotServed"
+REASON_IMMUTABLE = "ImmutableField"
+REASON_REFUSED = "ChildRefused"
 REASON_SUCCEEDED = "ReconcileSucceeded"
 MESSAGE_SUCCEEDED = "all children are applied"
+REASON_CURRENT = "CurrentRendering"
+MESSAGE_CURRENT = "every ModelServing runs the current rendering"
+REASON_OLDER = "OlderRendering"
+REASON_NOT_RENDERED = "NotRendered"
+MESSAGE_NOT_RENDERED = "the children are not rendered (see the Failed condition)"
 
 
 
@@ -57,6 +65,11 @@ class Outcome:
     applied_all: bool
     failure: str | None = None
     failure_reason: str = REASON_ABNORMAL
+    # The ModelServings kept at an older rendering (None: nothing was rendered, e.g. an invalid spec), of how
+    # many, and how to ask for the current rendering (the rollout command for this ModelBooster).
+    older: tuple[str, ...] | None = None
+    servings: int = 0
+    rollout_hint: str = ""
 
 
 def seconds_between(start: object, end: str) -> float | None:
@@ -98,7 +111,31 @@ def booster_conditions(
         failed = WantedCondition(CONDITION_FAILED, "True", outcome.failure_reason, outcome.failure)
     else:
         failed = WantedCondition(CONDITION_FAILED, "False", REASON_SUCCEEDED, MESSAGE_SUCCEEDED)
-    return [initialized, active, failed]
+    return [initialized, active, failed, up_to_date(current, outcome)]
+
+
+def up_to_date(current: dict[str, Any] | None, outcome: Outcome) -> WantedCondition:
+    """UpToDate: whether every ModelServing runs the current rendering; unchanged when nothing was rendered."""
+    if outcome.older is None:
+        for condition in (current or {}).get("conditions") or ():
+            if isinstance(condition, dict) and condition.get("type") == CONDITION_UP_TO_DATE:
+                status = condition.get("status")
+                if status in ("True", "False", "Unknown"):
+                    return WantedCondition(CONDITION_UP_TO_DATE, status, str(condition.get("reason") or ""),
+                                           str(condition.get("message") or ""))  # fmt: skip
+        return WantedCondition(CONDITION_UP_TO_DATE, "Unknown", REASON_NOT_RENDERED, MESSAGE_NOT_RENDERED)
+    if not outcome.older:
+        return WantedCondition(CONDITION_UP_TO_DATE, "True", REASON_CURRENT, MESSAGE_CURRENT)
+    count = len(outcome.older)
+    noun = "ModelServing runs" if outcome.servings == 1 else "ModelServings run"
+    message = (
+        f"{count} of {outcome.servings} {noun} an older rendering than this version of modelbooster renders "
+        f"({', '.join(outcome.older)}); it is kept, so that no pod restarts, until the ModelBooster's spec "
+        "changes or a rollout is asked for, which restarts their pods"
+    )
+    if outcome.rollout_hint:
+        message += f": {outcome.rollout_hint}"
+    return WantedCondition(CONDITION_UP_TO_DATE, "False", REASON_OLDER, message)
 
 
 def booster_status(

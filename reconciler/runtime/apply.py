@@ -35,7 +35,7 @@ Strategy (and why):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,7 +46,6 @@ from reconciler.runtime.foreign import (
     ToleratedFields,
     describe_differences,
     find_foreign,
-    foreign_entries,
     readable,
     removal_patch,
     signature,
@@ -135,9 +134,50 @@ def manager_owns(obj: dict[str, Any], *, manager: str, path: Sequence[str], oper
     return False
 
 
+def _entry_time(entry: dict[str, Any]) -> str:
+    """An entry's `time` (RFC 3339, whole seconds, set by the API server), or "" when it has none."""
+    time = entry.get("time")
+    return time if isinstance(time, str) else ""
+
+
+def _timed(entry: dict[str, Any], time: str) -> dict[str, Any]:
+    return {**entry, "time": time} if time else entry
+
+
+def last_write_time(obj: dict[str, Any], *, manager: str) -> str:
+    """When `manager` last changed the object itself (not a subresource): the latest `time` of its entries."""
+    times = [
+        _entry_time(entry)
+        for entry in metadata(obj).get("managedFields") or ()
+        if isinstance(entry, dict) and entry.get("manager") == manager and not entry.get("subresource")
+    ]
+    return max(times, default="")
+
+
+def spec_written_since(
+    obj: dict[str, Any], *, manager: str, since: str, ignore: Collection[str] = ()
+) -> bool:
+    """Whether a manager other than `manager` owns a field of `spec` (other than the top-level fields in `ignore`)
+    through an entry whose `time` is not before `since`: someone wrote the spec at or after that moment. An entry
+    without a time counts as recent. The times are the API server's, not the writers'."""
+    skipped = {f"f:{name}" for name in ignore} | {"."}
+    for entry in metadata(obj).get("managedFields") or ():
+        if not isinstance(entry, dict) or entry.get("subresource") or entry.get("manager") == manager:
+            continue
+        fields = entry.get("fieldsV1")
+        spec = fields.get("f:spec") if isinstance(fields, dict) else None
+        if not isinstance(spec, dict) or not (spec.keys() - skipped):
+            continue
+        time = _entry_time(entry)
+        if not time or not since or time >= since:
+            return True
+    return False
+
+
 def managed_fields_pruner(*, manager: str, paths: Sequence[Sequence[str]] = (REPLICAS_PATH,)) -> Transform:
-    """An informer transform that keeps, of managedFields, whether `manager`'s apply owns `paths`, and what other
-    managers own in `spec` (runtime/foreign.py): usually nothing, or an autoscaler's `replicas`.
+    """An informer transform that keeps, of managedFields, whether `manager`'s apply owns `paths` and when it last
+    wrote, and what other managers own in `spec` (runtime/foreign.py) and when: usually nothing, or an
+    autoscaler's `replicas`.
 
     managedFields often make up a third of an object; the cache needs little of them per child."""
 
@@ -151,9 +191,19 @@ def managed_fields_pruner(*, manager: str, paths: Sequence[Sequence[str]] = (REP
                 node = owned
                 for part in _fields_path(path):
                     node = node.setdefault(part, {})
-        kept = [{"manager": manager, "operation": "Apply", "fieldsV1": owned}] if owned else []
-        kept += [{"manager": who, "operation": operation, "fieldsV1": {"f:spec": spec}}
-                 for who, operation, spec in foreign_entries(obj, manager=manager)]  # fmt: skip
+        kept: list[dict[str, Any]] = []
+        ours = last_write_time(obj, manager=manager)
+        if owned or ours:
+            kept.append(_timed({"manager": manager, "operation": "Apply", "fieldsV1": owned}, ours))
+        for entry in meta["managedFields"]:
+            if not isinstance(entry, dict) or entry.get("subresource") or entry.get("manager") == manager:
+                continue
+            fields = entry.get("fieldsV1")
+            spec = fields.get("f:spec") if isinstance(fields, dict) else None
+            if isinstance(spec, dict) and spec:
+                foreign = {"manager": str(entry.get("manager") or ""), "operation": str(entry.get("operation") or ""),
+                           "fieldsV1": {"f:spec": spec}}  # fmt: skip
+                kept.append(_timed(foreign, _entry_time(entry)))
         meta = dict(meta)
         if kept:
             meta["managedFields"] = kept

@@ -79,9 +79,29 @@ class Rendered:
         return self.one("Deployment", f"{RELEASE}-modelbooster-{component}")
 
 
-def render(values: Mapping[str, Any] | None = None, *, release: str = RELEASE, namespace: str = NAMESPACE) -> Rendered:
+# No image is published, so every install names one (the chart refuses to render without it); tests name this
+# one unless they give `image.repository` themselves (or `with_image=False`, to see the refusal).
+TEST_REPOSITORY = "registry.example/platform/modelbooster"
+
+
+def with_test_image(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`values` with `image.repository` set to TEST_REPOSITORY where they leave it out."""
+    given = dict(values or {})
+    image = dict(given.get("image") or {})
+    image.setdefault("repository", TEST_REPOSITORY)
+    return {**given, "image": image}
+
+
+def render(
+    values: Mapping[str, Any] | None = None,
+    *,
+    release: str = RELEASE,
+    namespace: str = NAMESPACE,
+    with_image: bool = True,
+) -> Rendered:
+    chosen = with_test_image(values) if with_image else dict(values or {})
     with helm.Chart.load(CHART_DIR) as chart:
-        manifests = chart.render(dict(values or {}), name=release, namespace=namespace, is_install=True)
+        manifests = chart.render(chosen, name=release, namespace=namespace, is_install=True)
         crd_files = tuple((crd["filename"], crd["data"]) for crd in chart.crds)
     notes = ""
     objects: list[dict[str, Any]] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.chart.render import NAMESPACE, Rendered
+from tests.chart.render import NAMESPACE, REPO_ROOT, Rendered, render
 
 P = "mb-modelbooster"
 
@@ -30,3 +30,28 @@ def test_notes_in_cert_manager_mode_point_at_the_certificate(rendered_scenarios:
 def test_notes_say_which_namespaces_the_webhooks_match(rendered_scenarios: dict[str, Rendered]) -> None:
     assert f"every namespace except {NAMESPACE} and kube-system." in rendered_scenarios["defaults"].notes
     assert "limited to team-a, team-b" in rendered_scenarios["namespaces"].notes
+
+
+CHILD_CRDS = "kubectl apply --server-side --force-conflicts -f charts/modelbooster/charts/child-crds/crds/"
+INFERNO_CRDS = "kubectl apply --server-side --force-conflicts -f charts/modelbooster/charts/inferno-crds/crds/"
+OUR_CRD = "kubectl apply --server-side --force-conflicts -f charts/modelbooster/crds/"
+
+
+def test_notes_name_the_child_crd_step_only_when_the_chart_installs_them() -> None:
+    """With crds.installChildCRDs=false the child CRDs are Kthena's: applying ours would replace, say, Kthena
+    v0.4's Binding CRD (`homogeneousTarget`) with v0.1.0's shape. Every step named is a directory that exists."""
+    installed = render().notes
+    assert OUR_CRD in installed
+    assert CHILD_CRDS in installed
+    assert INFERNO_CRDS in installed
+    kthena = render({"crds": {"installChildCRDs": False}}).notes
+    assert OUR_CRD in kthena
+    assert "child-crds" not in kthena
+    assert "charts/*/crds" not in kthena
+    assert "(not the child CRDs: crds.installChildCRDs=false, they are Kthena's" in kthena
+    assert INFERNO_CRDS in kthena
+    assert INFERNO_CRDS not in render({"inferno": {"enabled": False}}).notes
+    for notes in (installed, kthena):
+        for line in notes.splitlines():
+            if "kubectl apply --server-side" in line:
+                assert (REPO_ROOT / line.split(" -f ")[1].strip()).is_dir(), line

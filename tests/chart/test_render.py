@@ -10,7 +10,7 @@ import pytest
 import yaml
 from kubernetes_validate.utils import SchemaNotFoundError
 
-from tests.chart.render import CHART_DIR, NAMESPACE, Rendered, render
+from tests.chart.render import CHART_DIR, NAMESPACE, TEST_REPOSITORY, Rendered, render, with_test_image
 from tests.chart.scenarios import SCENARIOS
 
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest kubernetes-validate knows.
@@ -87,7 +87,8 @@ def _inventory(rendered: Rendered) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_lint_is_clean(scenario: str) -> None:
-    report = helm.lint(CHART_DIR, SCENARIOS[scenario], strict=True, namespace=NAMESPACE, kube_version="v1.30.0")
+    values = with_test_image(SCENARIOS[scenario])
+    report = helm.lint(CHART_DIR, values, strict=True, namespace=NAMESPACE, kube_version="v1.30.0")
     assert report["errors"] == []
     # Severity 2 is a warning, 3 an error; 1 (info: "icon is recommended") is not a defect.
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
@@ -195,9 +196,30 @@ def test_names_fit_kubernetes_limits_with_a_long_release_name() -> None:
 def test_image_reference(rendered_scenarios: dict[str, Rendered]) -> None:
     default_image = rendered_scenarios["defaults"].deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]
     app_version = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())["appVersion"]
-    assert default_image["image"] == f"ghcr.io/modelbooster/modelbooster:{app_version}"  # no tag set
+    assert default_image["image"] == f"{TEST_REPOSITORY}:{app_version}"  # no tag set
     pinned = rendered_scenarios["everything"].deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]
-    assert pinned["image"] == "ghcr.io/modelbooster/modelbooster@sha256:" + "ab" * 32
+    assert pinned["image"] == f"{TEST_REPOSITORY}@sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{}, {"image": {"repository": ""}}, {"image": {"tag": "0.2.0"}}, {"webhook": {"enabled": False}}],
+    ids=["defaults", "empty", "tag-only", "no-webhook"],
+)
+def test_no_image_repository_refuses_to_render_naming_the_value(values: dict[str, Any]) -> None:
+    """Nothing is published: without `image.repository` the webhooks would be registered with failurePolicy Fail
+    in front of pods that cannot start, refusing every ModelBooster write (and the reconciler would never run)."""
+    with pytest.raises(helm.HelmRenderError) as refused:
+        render(values, with_image=False)
+    message = str(refused.value)
+    assert "image.repository is not set: no modelbooster image is published" in message
+    assert "set image.repository=<registry>/modelbooster" in message
+    assert "refuse every ModelBooster create and update" in message
+    named = render({**values, "image": {**values.get("image", {}), "repository": "registry.example/mb"}},
+                   with_image=False)  # fmt: skip
+    assert named.deployment("reconciler")["spec"]["template"]["spec"]["containers"][0]["image"].startswith(
+        "registry.example/mb:"
+    )
 
 
 @pytest.mark.parametrize(

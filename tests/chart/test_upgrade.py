@@ -81,8 +81,13 @@ def _previous_chart(destination: Path) -> Path:
     return destination / "charts" / "modelbooster"
 
 
+# An operator's own registry: nothing is published, so an install names its image, and so does every upgrade
+# (the chart refuses to render without it).
+IMAGE: Final = {"image": {"repository": "registry.example/platform/modelbooster"}}
+
+
 def _release(cfg: helm.Config, action: str, chart: Path) -> dict[str, Any]:
-    """`helm install|upgrade <RELEASE> <chart> -n NAMESPACE` with default values.
+    """`helm install|upgrade <RELEASE> <chart> -n NAMESPACE --set image.repository=...`, otherwise default values.
 
     Through the library's C call because its Python wrapper has no `disable_openapi_validation`: Helm's
     client-side validation downloads /openapi/v2, which the fake does not serve (kubernetes-validate checks
@@ -90,7 +95,7 @@ def _release(cfg: helm.Config, action: str, chart: Path) -> dict[str, Any]:
     """
     options = {"namespace": NAMESPACE, "timeout_seconds": 30, "disable_openapi_validation": True}
     payload = _native.call_string(
-        f"helm_{action}", cfg._raw(), cfg._context_arg(None), _native.HANDLE(0), str(chart), RELEASE, "{}",
+        f"helm_{action}", cfg._raw(), cfg._context_arg(None), _native.HANDLE(0), str(chart), RELEASE, json.dumps(IMAGE),
         json.dumps(options),
     )  # fmt: skip
     release: dict[str, Any] = json.loads(payload)

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from modelbooster.cli import main as modelbooster_main
 from process.build import register_build_info, version
-from tests.chart.render import CHART_DIR, REPO_ROOT, Rendered
+from tests.chart.render import CHART_DIR, REPO_ROOT, TEST_REPOSITORY, Rendered
 from tests.chart.scripts import load_script
 from webhook.metrics import WebhookMetrics
 
@@ -54,7 +54,7 @@ def test_the_subcharts_move_with_the_chart() -> None:
 def test_the_default_image_tag_is_the_package_version(defaults: Rendered) -> None:
     for component in ("webhook", "reconciler"):
         (container,) = defaults.deployment(component)["spec"]["template"]["spec"]["containers"]
-        assert container["image"] == f"ghcr.io/modelbooster/modelbooster:{package_version()}"
+        assert container["image"] == f"{TEST_REPOSITORY}:{package_version()}"
 
 
 def test_version_flag_prints_the_installed_package_version(capsys: pytest.CaptureFixture[str]) -> None:

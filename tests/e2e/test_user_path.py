@@ -206,7 +206,7 @@ def _images(obj: Any) -> set[str]:
     return set()
 
 
-def test_helm_upgrade_of_the_runtime_image_rerenders_children_without_restart(cluster: Cluster) -> None:
+def test_helm_upgrade_of_the_runtime_image_restarts_nothing_until_a_rollout_is_asked_for(cluster: Cluster) -> None:
     document = load_example("single-vllm-cpu.yaml")
     document["metadata"].update(name="upgraded", namespace="e2e")
     create_booster(cluster, document)
@@ -215,12 +215,23 @@ def test_helm_upgrade_of_the_runtime_image_rerenders_children_without_restart(cl
     assert before is not None
     assert "ghcr.io/volcano-sh/runtime:latest" in _images(before["spec"])  # the chart's default
 
-    # `helm upgrade --set engine.runtimeImage=...` rewrites the settings ConfigMap; the reconciler watches it.
+    # `helm upgrade --set engine.runtimeImage=...` rewrites the settings ConfigMap; the reconciler watches it, and
+    # keeps the ModelServing's pod template (docs/design/reconciler.md §16) while counting it as older.
     upgraded = render({"engine": {"runtimeImage": "registry.example/runtime:v2"}}, release=RELEASE, namespace=NAMESPACE)
     config_map = upgraded.one("ConfigMap", f"{FULLNAME}-reconciler")
     path = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{FULLNAME}-reconciler"
     try:
         raw_request(cluster.user, "PATCH", path, body={"data": config_map["data"]},
+                    content_type="application/merge-patch+json")  # fmt: skip
+        wait_condition(cluster, "e2e", "upgraded", "UpToDate", "False")
+        kept = get_object(cluster, MODEL_SERVINGS, "e2e", "upgraded-cpu")
+        assert kept is not None
+        assert kept["spec"] == before["spec"]
+        assert kept["metadata"]["generation"] == before["metadata"]["generation"]
+
+        # The owner asks for the current rendering (what `modelbooster rollout upgraded -n e2e` writes).
+        raw_request(cluster.user, "PATCH", "/apis/workload.serving.volcano.sh/v1alpha1/namespaces/e2e/modelboosters/"
+                    "upgraded", body={"metadata": {"annotations": {"modelbooster.io/rollout": "now"}}},
                     content_type="application/merge-patch+json")  # fmt: skip
 
         def rerendered() -> Obj | None:
@@ -230,6 +241,7 @@ def test_helm_upgrade_of_the_runtime_image_rerenders_children_without_restart(cl
         after = wait_for(rerendered, what="the ModelServing to carry the upgraded runtime image")
         assert "ghcr.io/volcano-sh/runtime:latest" not in _images(after["spec"])
         assert after["metadata"]["uid"] == before["metadata"]["uid"]  # updated in place, not recreated
+        wait_condition(cluster, "e2e", "upgraded", "UpToDate", "True")
     finally:
         original = cluster.rendered.one("ConfigMap", f"{FULLNAME}-reconciler")
         raw_request(cluster.user, "PATCH", path, body={"data": original["data"]},

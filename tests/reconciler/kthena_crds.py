@@ -158,10 +158,15 @@ def _policy_v10() -> Obj:
     return _crd(kind="AutoscalingPolicy", plural="autoscalingpolicies", spec=spec)
 
 
-def _serving_without_spread(*, scale: bool) -> Obj:
+def _serving_without_spread(*, scale: bool, default_scheduler: bool = False) -> Obj:
+    """Kthena v0.2's and later ModelServing CRDs: no `topologySpreadConstraints`; v1.0.0's defaults
+    `schedulerName` to `volcano` (its converter leaves an empty one out for that default to apply)."""
     crd = _ours("modelservings")
     version = crd["spec"]["versions"][0]
-    del version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["topologySpreadConstraints"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    del spec["properties"]["topologySpreadConstraints"]
+    if default_scheduler:
+        spec["properties"]["schedulerName"] = {**spec["properties"]["schedulerName"], "default": "volcano"}
     if scale:
         version.setdefault("subresources", {})["scale"] = {
             "specReplicasPath": ".spec.replicas",
@@ -180,7 +185,7 @@ def child_crds(generation: str, *, binding: bool = True) -> list[Obj]:
         crds = [_serving_without_spread(scale=True), *common, _ours("autoscalingpolicies")]
         return [*crds, _binding_v02()] if binding else crds
     if generation == "v1.0":
-        return [_serving_without_spread(scale=True), *common, _policy_v10()]
+        return [_serving_without_spread(scale=True, default_scheduler=True), *common, _policy_v10()]
     raise ValueError(generation)
 
 
@@ -190,3 +195,76 @@ def binding_crd(generation: str) -> Obj:
 
 def model_booster_crd() -> Obj:
     return _ours("modelboosters")
+
+
+def _any(description: str) -> Obj:
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "description": description}
+
+
+_WORKER: Final = _obj(
+    {
+        "type": {"type": "string", "default": "server"},
+        "image": _STRING,
+        "replicas": {"type": "integer", "format": "int32"},
+        "pods": {"type": "integer", "format": "int32"},
+        "resources": _any("core/v1 ResourceRequirements"),
+        "affinity": _any("core/v1 Affinity"),
+        "tolerations": {"type": "array", "items": _any("core/v1 Toleration")},
+        "config": _any("engine arguments"),
+    }
+)
+_POLICY: Final = _obj(
+    {
+        "tolerancePercent": {"type": "integer", "minimum": 0, "maximum": 100},
+        "metrics": {"type": "array", "items": _obj({"metricName": _STRING, "targetValue": _QUANTITY})},
+        "behavior": _BEHAVIOR,
+    }
+)
+_BACKEND_COMMON: Final = {
+    "name": _STRING,
+    "type": _STRING,
+    "modelURI": _STRING,
+    "cacheURI": _STRING,
+    "env": {"type": "array", "items": _any("core/v1 EnvVar")},
+    "envFrom": {"type": "array", "items": _any("core/v1 EnvFromSource")},
+    "schedulerName": _STRING,
+    "workers": {"type": "array", "items": _WORKER},
+}
+
+
+def kthena_model_booster_crd(release: str) -> Obj:
+    """Kthena's own ModelBooster CRD of a release ("v0.1.0", "v0.4.0" for v0.2.0-v0.4.0, "v1.0.0"), shaped from
+    the facts of each (docs/migrating-from-kthena.md): the list of backends with replica ranges and autoscaling,
+    one backend with a replica range and a model-level policy, or one backend with a fixed count. No CEL rules;
+    status conditions as Kthena writes them."""
+    if release == "v0.1.0":
+        backend = _obj({
+            **_BACKEND_COMMON,
+            "minReplicas": {"type": "integer", "minimum": 0},
+            "maxReplicas": {"type": "integer", "minimum": 1},
+            "scalingCost": {"type": "integer"},
+            "routeWeight": {"type": "integer", "default": 100},
+            "scaleToZeroGracePeriod": _STRING,
+            "loraAdapters": {"type": "array", "items": _obj({"name": _STRING, "artifactURL": _STRING})},
+            "autoscalingPolicy": _POLICY,
+        })  # fmt: skip
+        spec = _obj({"name": _STRING, "backends": {"type": "array", "items": backend},
+                     "autoscalingPolicy": _POLICY, "costExpansionRatePercent": {"type": "integer"},
+                     "modelMatch": _any("networking ModelMatch")}, required=["backends"])  # fmt: skip
+    elif release == "v0.4.0":
+        backend = _obj({**_BACKEND_COMMON, "runtimeClassName": _STRING,
+                        "minReplicas": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+                        "maxReplicas": {"type": "integer", "minimum": 1, "maximum": 1_000_000}},
+                       required=["name", "type", "modelURI", "minReplicas", "maxReplicas", "workers"])  # fmt: skip
+        spec = _obj({"name": _STRING, "owner": _STRING, "backend": backend, "autoscalingPolicy": _POLICY,
+                     "modelMatch": _any("networking ModelMatch")}, required=["backend"])  # fmt: skip
+    elif release == "v1.0.0":
+        backend = _obj({**_BACKEND_COMMON, "runtimeClassName": _STRING, "replicas": {"type": "integer"}},
+                       required=["name", "type", "modelURI", "replicas", "workers"])  # fmt: skip
+        spec = _obj({"name": _STRING, "owner": _STRING, "backend": backend,
+                     "modelMatch": _any("networking ModelMatch")}, required=["backend"])  # fmt: skip
+    else:
+        raise ValueError(release)
+    crd = _crd(kind="ModelBooster", plural="modelboosters", spec=spec)
+    crd["spec"]["names"]["shortNames"] = []
+    return crd

@@ -230,8 +230,10 @@ async def test_an_autoscaled_backend_is_refused(fake: FakeApiServer, gate: Scali
     stored = fake.create(copy.deepcopy(scaled))
     fake.create(serving("m-a", owner=stored))
     conflict = await _problem(_admit(gate, MODEL_SERVING, "m-a"))
-    assert conflict.reason == "AutoscalerConflict"
-    assert "AutoscalingPolicy" in conflict.message
+    # Admission refuses the opt-in beside a policy (shared/external_scaling.py), so such an object, stored before
+    # that rule, is not valid: Inferno leaves its replicas alone and says why.
+    assert conflict.reason == "InvalidModelBooster"
+    assert '"true" may not be set beside an autoscaling policy' in str(conflict)
 
 
 # --- targets nobody controls: consent on the target --------------------------------------------------------

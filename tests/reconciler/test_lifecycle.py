@@ -76,7 +76,7 @@ async def test_create_makes_every_child_and_reports_initialized(
             assert labels["workload.serving.volcano.sh/revision"]
 
     conditions = cluster.conditions()
-    assert [c for c in conditions] == ["Initialized", "Active", "Failed"]
+    assert [c for c in conditions] == ["Initialized", "Active", "Failed", "UpToDate"]
     assert conditions["Initialized"]["status"] == "True"
     assert conditions["Initialized"]["observedGeneration"] == 1
     assert conditions["Active"]["status"] == "False"

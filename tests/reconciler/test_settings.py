@@ -9,11 +9,12 @@ import pytest
 
 from reconciler.assembly import ReconcilerSettings
 from reconciler.main import add_arguments, settings_from_args
-from reconciler.modelbooster.kinds import MODEL_SERVER, MODEL_SERVING
+from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVER, MODEL_SERVING
 from reconciler.modelbooster.settings import DynamicSettings, SettingsError, parse_engine_env
 from reconciler.modelbooster.synthesis import SynthesisSettings
 from reconciler.runtime.kinds import CONFIG_MAP
 from reconciler.settings import ProcessSettings
+from shared.rollout import ANNOTATION_ROLLOUT
 from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
 
 
@@ -110,9 +111,12 @@ def test_engine_env_must_be_a_list_of_named_entries() -> None:
         parse_engine_env('[{"name": "A"}, {"value": "x"}]')
 
 
-async def test_a_config_map_change_re_renders_only_what_it_affects(
+async def test_a_config_map_change_restarts_no_pod_until_a_rollout_is_asked_for(
     cluster: Cluster, start_reconciler: Callable[..., Awaitable[RunningReconciler]]
 ) -> None:
+    """A new runtime image in the settings changes the rendering, not the ModelBooster: the ModelServing keeps
+    its pod template (an older rendering, counted) until its owner asks for the current one
+    (docs/design/reconciler.md §16); the other children are not touched either."""
     settings_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -124,14 +128,26 @@ async def test_a_config_map_change_re_renders_only_what_it_affects(
     cluster.create_booster(booster("m", backend("a")))
     await eventually(lambda: cluster.condition("m", "Initialized") == "True")
     assert _runtime_image(cluster) == "example/runtime:v2"
+    assert cluster.condition("m", "UpToDate") == "True"
     server_rv = (cluster.get(MODEL_SERVER, "m-a") or {})["metadata"]["resourceVersion"]
+    serving_rv = (cluster.get(MODEL_SERVING, "m-a") or {})["metadata"]["resourceVersion"]
 
     await cluster.client.patch(CONFIG_MAP, "default", "mb-settings",
                                {"data": {"model_serving_runtime_image": "example/runtime:v3"}})  # fmt: skip
+    await eventually(lambda: cluster.condition("m", "UpToDate") == "False", message="an older rendering counted")
+    assert "1 of 1 ModelServing runs an older rendering" in cluster.conditions()["UpToDate"]["message"]
+    assert reconciler.metric("modelbooster_servings_older_rendering", namespace="ns") == 1
+    await quiet(0.3)
+    assert (cluster.get(MODEL_SERVING, "m-a") or {})["metadata"]["resourceVersion"] == serving_rv
+    assert _runtime_image(cluster) == "example/runtime:v2"
+
+    await cluster.patch(MODEL_BOOSTER, "m", {"metadata": {"annotations": {ANNOTATION_ROLLOUT: "now"}}})
     await eventually(lambda: _runtime_image(cluster) == "example/runtime:v3", message="re-rendered")
+    await eventually(lambda: cluster.condition("m", "UpToDate") == "True")
     await quiet(0.3)
     assert (cluster.get(MODEL_SERVER, "m-a") or {})["metadata"]["resourceVersion"] == server_rv
     assert [e.resource for e in reconciler.writes() if e.verb == "patch"].count("modelservings") == 1
+    assert reconciler.metric("modelbooster_servings_older_rendering", namespace="ns") == 0
 
 
 def _runtime_image(cluster: Cluster) -> str | None:

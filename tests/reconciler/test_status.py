@@ -23,7 +23,7 @@ def test_first_status_after_all_children_applied() -> None:
         backends=[BackendState("a", available=False, replicas=0), BackendState("b", available=False, replicas=0)],
         now=T0,
     )
-    assert [c["type"] for c in status["conditions"]] == ["Initialized", "Active", "Failed"]
+    assert [c["type"] for c in status["conditions"]] == ["Initialized", "Active", "Failed", "UpToDate"]
     by_type = conditions_by_type(status)
     assert by_type["Initialized"] == {
         "type": "Initialized",

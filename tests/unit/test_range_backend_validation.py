@@ -98,9 +98,7 @@ def test_a_policy_beside_no_replica_form_still_reads_as_a_range() -> None:
          [f'spec.backend: Invalid value: "minReplicas=1, maxReplicas=3": {NO_AUTOSCALING_DETAIL}']),
         (scaled(range_backend(minReplicas=5, maxReplicas=3)),
          ["spec.backend.minReplicas: Invalid value: 5: minReplicas cannot be greater than maxReplicas"]),
-        (scaled(range_backend(minReplicas=0, maxReplicas=3)),
-         ["spec.backend.minReplicas: Invalid value: 0: minReplicas must be >= 1 when spec.autoscalingPolicy is set: "
-          "the autoscaler reads its metric from the backend's pods, and at zero there is none to scale up on"]),
+        (scaled(range_backend(minReplicas=0, maxReplicas=3)), []),  # admitted, as by Kthena v0.4.0 (a warning)
         (single_modelbooster(range_backend(maxReplicas=0, minReplicas=0)),
          ["spec.backend.maxReplicas: Invalid value: 0: must be greater than or equal to 1"]),
         (scaled(costExpansionRatePercent=200),
@@ -117,8 +115,25 @@ def test_the_rules_read_it_at_its_own_paths(obj: dict[str, Any], expected: list[
 
 
 def test_a_cross_field_error_reads_the_model_level_policy() -> None:
-    (error,) = validate_modelbooster(apply_defaults(scaled(range_backend(minReplicas=0, maxReplicas=3))).obj)
-    assert error.reads == ("spec.backend.minReplicas", "spec.autoscalingPolicy")
+    obj = scaled(range_backend(minReplicas=1, maxReplicas=3))
+    obj["metadata"]["annotations"] = {"modelbooster.io/external-replicas": "true"}
+    (error,) = validate_modelbooster(apply_defaults(obj).obj)
+    assert error.path == "metadata.annotations[modelbooster.io/external-replicas]"
+    assert error.reads == ("metadata.annotations", "spec.autoscalingPolicy")
+
+
+def test_scaling_from_zero_is_admitted_with_a_warning_and_a_list_backend_keeps_the_rule() -> None:
+    defaulted = apply_defaults(scaled(range_backend(minReplicas=0, maxReplicas=3)))
+    assert validate_modelbooster(defaulted.obj) == []
+    [warning] = defaulted.warnings
+    assert warning.startswith("spec.backend.minReplicas: 0 with spec.autoscalingPolicy: the backend starts with no pod")
+    assert "nothing scales it up from zero" in warning
+    assert apply_defaults(scaled(range_backend(minReplicas=1, maxReplicas=3))).warnings == []
+    # A backend's own policy in a list keeps v0.1.0's rule (Kthena v0.1.0 allowed zero only under its optimizer).
+    own = {**range_backend(minReplicas=0, maxReplicas=3), "autoscalingPolicy": policy()}
+    listed = {**scaled(), "spec": {"backends": [own]}}
+    [error] = validate_modelbooster(apply_defaults(listed).obj)
+    assert error.detail == "minReplicas must be >= 1 when backend-level autoscaling is set"
 
 
 # --- UPDATE: objects of this shape stay manageable -------------------------------------------------------------------

@@ -267,3 +267,32 @@ def test_old_file_must_be_exactly_the_stored_object(
     assert err.count("\n") == 1
     assert err.startswith(f"modelbooster validate: {old}: ")
     assert expected in err
+
+
+def test_a_v04_object_scaled_from_zero_is_valid_with_a_warning_and_one_scaled_twice_is_not(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The two admission rules of Kthena v0.4.0's autoscaling, offline as the webhook says them."""
+    v04: dict[str, Any] = {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelBooster",
+        "metadata": {"name": "zero"},
+        "spec": {
+            "autoscalingPolicy": {"metrics": [{"metricName": "kthena:num_requests_waiting", "targetValue": 8}]},
+            "backend": {"name": "cpu", "type": "vLLM", "modelURI": "hf://Qwen/Qwen2.5-0.5B-Instruct",
+                        "minReplicas": 0, "maxReplicas": 3, "workers": [{"image": "vllm"}]},
+        },
+    }  # fmt: skip
+    code, out, err = run(capsys, "-f", write(tmp_path, v04))
+    assert (code, out) == (0, 'ModelBooster "zero": valid\n')
+    assert err.startswith("Warning: spec.backend.minReplicas: 0 with spec.autoscalingPolicy:")
+    assert "nothing scales it up from zero" in err
+    assert "kubectl scale modelservings.workload.serving.volcano.sh zero-cpu --replicas=1" in err
+
+    v04["metadata"]["annotations"] = {"modelbooster.io/external-replicas": "true"}
+    code, out, err = run(capsys, "-f", write(tmp_path, v04))
+    assert (code, out) == (1, "")
+    assert "metadata.annotations[modelbooster.io/external-replicas]: Forbidden: \"true\" may not be set beside an " \
+        "autoscaling policy" in err  # fmt: skip
+    assert "remove the annotation modelbooster.io/external-replicas" in err
+    assert "or remove the autoscaling policy (spec.autoscalingPolicy, or each backend's own)" in err

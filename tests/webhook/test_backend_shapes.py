@@ -127,3 +127,54 @@ async def test_an_update_may_move_between_shapes(webhook: Webhook) -> None:
     new["spec"]["backend"]["workers"][0]["replicas"] = 3
     response = await webhook.admit(VALIDATE_PATH, review(operation="UPDATE", obj=new, old=old))
     assert [cause["field"] for cause in response["status"]["details"]["causes"]] == ["spec.backend.workers[0].replicas"]
+
+
+async def test_a_v04_object_scaled_from_zero_is_admitted_with_a_warning_saying_what_keeps_it_there(
+    webhook: Webhook,
+) -> None:
+    """Kthena v0.4.0's webhook admitted `minReplicas: 0` beside `spec.autoscalingPolicy` (five of the eight
+    objects of its own convert testdata have it): so do we, and the warning says why it stays at zero."""
+    obj = v04_object()
+    obj["spec"]["backend"]["minReplicas"] = 0
+    response = await webhook.admit(MUTATE_PATH, review(operation="CREATE", obj=obj))
+    serving = f"{obj['metadata']['name']}-{obj['spec']['backend']['name']}"
+    assert response["warnings"] == [
+        "spec.backend.minReplicas: 0 with spec.autoscalingPolicy: the backend starts with no pod, and its autoscaler "
+        "reads the policy's metrics from the backend's pods, so nothing scales it up from zero; set minReplicas to "
+        "1 to serve at once, or scale its ModelServing yourself (kubectl scale "
+        f"modelservings.workload.serving.volcano.sh {serving} --replicas=1), after which the policy takes over"
+    ]
+    defaulted = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(response["patch"])))
+    verdict = await webhook.admit(VALIDATE_PATH, review(operation="CREATE", obj=defaulted))
+    assert verdict == {"uid": verdict["uid"], "allowed": True}
+
+
+EXTERNAL = (
+    '"true" may not be set beside an autoscaling policy: both would set the replicas (Kthena\'s autoscaler through '
+    "the policy, and Inferno, KEDA or an HPA through /scale) and fight over them; remove the annotation "
+    "modelbooster.io/external-replicas to let the policy scale the backends, or remove the autoscaling policy "
+    "(spec.autoscalingPolicy, or each backend's own) to let the external scaler set the replicas"
+)
+
+
+async def test_external_replicas_beside_a_policy_is_denied_naming_both_fixes(webhook: Webhook) -> None:
+    for obj in (v04_object(), as_stored(single_vllm())):
+        if "backends" in obj["spec"]:  # a backend's own policy
+            obj["spec"]["backends"][0].update(minReplicas=1, maxReplicas=3, autoscalingPolicy=deep(POLICY))
+        obj["metadata"]["annotations"] = {"modelbooster.io/external-replicas": "true"}
+        response = await webhook.admit(VALIDATE_PATH, review(operation="CREATE", obj=obj))
+        assert response["allowed"] is False
+        assert response["status"]["details"]["causes"] == [{
+            "reason": "FieldValueForbidden", "message": f"Forbidden: {EXTERNAL}",
+            "field": "metadata.annotations[modelbooster.io/external-replicas]"}]  # fmt: skip
+        # Either fix is admitted.
+        without_annotation = deep(obj)
+        without_annotation["metadata"]["annotations"] = {"modelbooster.io/external-replicas": "false"}
+        allowed = await webhook.admit(VALIDATE_PATH, review(operation="CREATE", obj=without_annotation))
+        assert allowed["allowed"] is True
+        without_policy = deep(obj)
+        without_policy["spec"].pop("autoscalingPolicy", None)
+        for backend in without_policy["spec"].get("backends", []):
+            backend.pop("autoscalingPolicy", None)
+        allowed = await webhook.admit(VALIDATE_PATH, review(operation="CREATE", obj=without_policy))
+        assert allowed["allowed"] is True

@@ -111,7 +111,14 @@ app.kubernetes.io/component: {{ .component }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/*
+The image is required (nothing is published): a release without one would register webhooks with
+`failurePolicy: Fail` in front of pods that never start, and every ModelBooster write would be refused.
+*/}}
 {{- define "modelbooster.image" -}}
+{{- if not .Values.image.repository -}}
+{{- fail "image.repository is not set: no modelbooster image is published. Build it (docker build -t <registry>/modelbooster:<version> .), push it to a registry your cluster pulls from, and set image.repository=<registry>/modelbooster (docs/chart.md, Installing). Without a runnable image the webhooks, registered with failurePolicy Fail, would refuse every ModelBooster create and update." -}}
+{{- end -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
 {{- else -}}

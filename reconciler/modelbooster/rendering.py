@@ -1,0 +1,262 @@
+"""Which rendering a ModelServing runs: rollouts only by intent (docs/design/reconciler.md §16).
+
+Kthena's ModelServing controller hashes the roles of `spec.template` and rolls every serving group whose hash
+changed. Our rendering of a ModelServing differs from every Kthena release's, and changes between our own
+releases (a fixed preStop script, a new label), so writing the current rendering whenever it differs from the
+live object restarts every inference pod of a cluster when the controller changes hands or versions. So the
+pod-shaping spec of a ModelServing (its `spec` but `replicas`) is rewritten only when the user asks:
+
+- **Taken over** (no `modelbooster.io/template` annotation: written by Kthena's controller or by an earlier
+  version of ours): the live pod-shaping spec is kept as it is and recorded, by digest, in our annotation,
+  with the digest of what it is rendered from (`modelbooster.io/template-input`: the backend as the user wrote
+  it, and the ModelBooster's rollout request). Labels, annotations, owner references and `replicas` still
+  converge: one write of metadata, no change of `spec`, so `metadata.generation` stays.
+- **Kept** while the live pod-shaping spec is the one recorded and its input is unchanged, even though this
+  version would render it otherwise (an "older rendering", counted for the status and a metric).
+- **Rolled**, to the current rendering, once the input changes (the user edited the backend, or asked for a
+  rollout), or when the live pod-shaping spec is no longer the recorded one because someone wrote it since
+  (a foreign addition is removed as before: docs/design/reconciler.md §5). The write records the digest of what
+  it writes; when the API server stores something else (defaults of its CRD), the digest of what it stored is
+  recorded with a second, metadata-only write.
+- **Held back** when rolling would change a field the served CRD declares immutable (Kthena's
+  `minRoleReplicas`): the API server would refuse the update every time, and replacing the object restarts
+  all of its pods. The ModelServing is kept as it is and the conflict is reported, naming the child, the field
+  and both values; the user decides (delete the ModelServing to have it created anew, or change the spec back).
+
+Who wrote a pod-shaping spec is told by its content, not by field-manager names (any client may call itself
+`modelbooster`): the digest says whether it is still what we took over or wrote. A live spec that differs from
+the recorded digest without any other manager having written the spec since our last write (the managedFields
+times are the API server's) was reshaped by the server itself, for instance by a new CRD's defaults applied on
+read; it is recorded anew instead of being rolled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from reconciler.modelbooster.synthesis.labels import stamp_revision
+from reconciler.runtime.apply import REPLICAS_PATH, Desired, is_subset, last_write_time, spec_written_since
+from reconciler.runtime.defaulting import with_defaults
+from reconciler.runtime.foreign import readable
+from reconciler.runtime.lean import full_object
+from reconciler.runtime.objects import json_equal, metadata
+from reconciler.runtime.paths import Path, get_path
+from shared.backend_shape import backend_objects
+from shared.constants import LABEL_REVISION
+from shared.rollout import ANNOTATION_ROLLOUT, ANNOTATION_TEMPLATE, ANNOTATION_TEMPLATE_INPUT, NOT_POD_SHAPING
+
+DIGEST_LENGTH: Final = 16
+# The spec fields of a ModelServing that shape no pod: its replica count is scaling, never a rollout.
+NOT_HELD: Final = frozenset({"replicas"})
+
+
+def pod_shaping(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a ModelServing that its pods are made from: `spec` without `replicas`."""
+    spec = obj.get("spec")
+    return {key: value for key, value in spec.items() if key not in NOT_HELD} if isinstance(spec, dict) else {}
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
+
+
+def template_digest(obj: Mapping[str, Any]) -> str:
+    """The digest of a ModelServing's pod-shaping spec (key order does not count, JSON values do)."""
+    return _digest(pod_shaping(obj))
+
+
+def rendering_input(
+    booster: Mapping[str, Any], backend: str, *, runtime_adapters: Sequence[tuple[str, str]] | None = None
+) -> str:
+    """The digest of what a backend's ModelServing is rendered from: the backend as written in the stored
+    ModelBooster (either shape; the fields that shape no pod left out) and the ModelBooster's rollout request.
+    Defaults are not applied: a default that a new version adds is not a change the user made.
+
+    A backend that loads LoRA adapters at run time (docs/design/reconciler.md §10) has its template rendered
+    with the adapters the LoRA plan chose (`runtime_adapters`): those stand in for its `loraAdapters`, so that a
+    change the running pods take over HTTP is no reason to roll them."""
+    written = next((b for b in backend_objects(booster.get("spec")) if b.get("name") == backend), {})
+    left_out = NOT_POD_SHAPING | ({"loraAdapters"} if runtime_adapters is not None else set())
+    annotations = metadata(dict(booster)).get("annotations") or {}
+    return _digest(
+        {
+            "backend": {key: value for key, value in written.items() if key not in left_out},
+            "adapters": [list(adapter) for adapter in runtime_adapters] if runtime_adapters is not None else None,
+            "rollout": annotations.get(ANNOTATION_ROLLOUT) if isinstance(annotations, dict) else None,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class ImmutableConflict:
+    """A field the served CRD declares immutable, which the current rendering would change."""
+
+    path: Path
+    live: Any
+    desired: Any
+
+    def describe(self, obj: Mapping[str, Any]) -> str:
+        def text(value: Any) -> str:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+        return f"{readable(self.path, obj)} is {text(self.live)}, the ModelBooster now renders {text(self.desired)}"
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What to do with one ModelServing."""
+
+    desired: Desired  # what the child is to match (the current rendering, or the live pod-shaping spec kept)
+    older: bool  # the child keeps a pod-shaping spec that is not the current rendering
+    written: str | None = None  # the template digest recorded by the write of the current rendering
+    conflicts: tuple[ImmutableConflict, ...] = ()
+
+
+def immutable_conflicts(desired: Desired, live: Mapping[str, Any], paths: Sequence[Path]) -> list[ImmutableConflict]:
+    """The immutable fields the live object holds with another value than the desired one (a field not set yet
+    may be set: transition rules judge only values present before and after)."""
+    conflicts = []
+    for path in paths:
+        have, want = get_path(live, path), get_path(desired.obj, path)
+        if have is not None and not json_equal(have, want):
+            conflicts.append(ImmutableConflict(path, have, want))
+    return conflicts
+
+
+def _annotated(desired: Desired, obj: dict[str, Any], *, template: str, source: str) -> Desired:
+    meta = dict(obj["metadata"])
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        ANNOTATION_TEMPLATE: template,
+        ANNOTATION_TEMPLATE_INPUT: source,
+    }
+    return Desired(
+        kind=desired.kind,
+        obj={**obj, "metadata": meta},
+        foreign_after_create=desired.foreign_after_create,
+        immutable=desired.immutable,
+    )
+
+
+def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, template: str, source: str) -> Desired:
+    """The desired ModelServing with the live pod-shaping spec in place of the rendered one. Its revision label
+    names what it holds: the rendered one's when the live spec is the current rendering (with the server's
+    defaults), else the one the live object carries (what it was written with), else one of its own."""
+    # Shallow: nothing downstream changes a desired object in place, and `live` is the caller's own copy.
+    spec = pod_shaping(live)
+    rendered = desired.obj.get("spec") or {}
+    for key in NOT_HELD:
+        if key in rendered:
+            spec[key] = rendered[key]
+    meta = {**desired.obj["metadata"], "labels": dict(desired.obj["metadata"].get("labels") or {})}
+    obj = {**desired.obj, "metadata": meta, "spec": spec}
+    if not current:
+        kept = (metadata(dict(live)).get("labels") or {}).get(LABEL_REVISION)
+        if isinstance(kept, str) and kept:
+            meta["labels"][LABEL_REVISION] = kept
+        else:
+            ignored = ("replicas",) if REPLICAS_PATH in desired.foreign_after_create else ()
+            stamp_revision(obj, ignored_spec_fields=ignored)
+    return _annotated(desired, obj, template=template, source=source)
+
+
+def stored_digest(desired: Desired, schema: Mapping[str, Any] | None) -> str:
+    """The template digest of `desired` as the API server will store it: with the served CRD's defaults."""
+    return template_digest(with_defaults({"spec": desired.obj.get("spec") or {}}, schema))
+
+
+class Memo:
+    """What a live ModelServing's content gives, by its uid and resourceVersion (the content of one version never
+    changes): its template digest, and whether it is the current rendering of a desired object (named by the
+    desired object's revision label and the served schema's identity). Every reconcile asks both of every
+    ModelServing; bounded, the oldest forgotten first (which costs one more computation each)."""
+
+    def __init__(self, size: int = 16_384) -> None:
+        self._size = size
+        self._digests: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._current: OrderedDict[tuple[str, str, str, int], bool] = OrderedDict()
+
+    def digest(self, live: Mapping[str, Any]) -> str:
+        key = _version(live)
+        if key is None:
+            return template_digest(live)
+        found = self._digests.get(key)
+        if found is None:
+            found = self._digests[key] = template_digest(live)
+            _bound(self._digests, self._size)
+        return found
+
+    def current(self, desired: Desired, live: Mapping[str, Any], schema: object) -> bool:
+        """Whether `live` already carries the pod-shaping spec `desired` renders (server defaults aside)."""
+        version = _version(live)
+        revision = str((metadata(desired.obj).get("labels") or {}).get(LABEL_REVISION) or "")
+        if version is None or not revision:
+            return is_subset(pod_shaping(desired.obj), pod_shaping(live))
+        key = (*version, revision, id(schema))
+        found = self._current.get(key)
+        if found is None:
+            found = self._current[key] = is_subset(pod_shaping(desired.obj), pod_shaping(live))
+            _bound(self._current, self._size)
+        return found
+
+
+def _version(live: Mapping[str, Any]) -> tuple[str, str] | None:
+    meta = metadata(dict(live))
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    return (uid, version) if isinstance(uid, str) and uid and isinstance(version, str) and version else None
+
+
+def _bound(memo: OrderedDict[Any, Any], size: int) -> None:
+    while len(memo) > size:
+        memo.popitem(last=False)
+
+
+def decide(
+    desired: Desired,
+    live: dict[str, Any] | None,
+    *,
+    source: str,
+    schema: Mapping[str, Any] | None,
+    immutable: Sequence[Path],
+    manager: str,
+    memo: Memo | None = None,
+) -> Rendering:
+    """Take over, keep, roll or hold back one ModelServing (see the module docstring). `source` is the digest of
+    its rendering input (`rendering_input`), `schema` the served CRD's schema and `immutable` the paths it
+    declares immutable; `memo` spares recomputing what an unchanged live object gives."""
+    if live is None:
+        return _writing(desired, source=source, schema=schema)
+    memo = memo or Memo(size=0)
+    whole = full_object(live)
+    annotations = metadata(whole).get("annotations") or {}
+    recorded, recorded_source = annotations.get(ANNOTATION_TEMPLATE), annotations.get(ANNOTATION_TEMPLATE_INPUT)
+    seen = memo.digest(whole)
+    current = memo.current(desired, whole, schema)
+    if recorded is None or (recorded != seen and _reshaped(whole, manager=manager)):
+        return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
+    if recorded == seen and (recorded_source == source or current):
+        return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
+    conflicts = immutable_conflicts(desired, whole, immutable)
+    if conflicts:
+        kept = _keeping(desired, whole, current=False, template=str(recorded), source=str(recorded_source or ""))
+        return Rendering(kept, older=True, conflicts=tuple(conflicts))
+    return _writing(desired, source=source, schema=schema)
+
+
+def _writing(desired: Desired, *, source: str, schema: Mapping[str, Any] | None) -> Rendering:
+    """Write the current rendering, recording the digest of what the server will store."""
+    digest = stored_digest(desired, schema)
+    return Rendering(_annotated(desired, desired.obj, template=digest, source=source), older=False, written=digest)
+
+
+def _reshaped(live: Mapping[str, Any], *, manager: str) -> bool:
+    """Whether a pod-shaping spec that is not the recorded one changed without anyone writing it since our last
+    write: the API server reshaped what it stores (a CRD's new defaults or pruning, applied on read)."""
+    ours = last_write_time(dict(live), manager=manager)
+    return bool(ours) and not spec_written_since(dict(live), manager=manager, since=ours, ignore=NOT_HELD)
