@@ -384,15 +384,22 @@ class CertDuty:
                 logger.warning("webhook certificates: not trusting part of the injected caBundle: %s", problem)
         return found
 
-    def _webhook_ready(self) -> bool:
-        """A webhook endpoint has been ready for the arm delay; otherwise when to look again is noted."""
+    def _ready_for(self) -> float | None:
+        """For how long the webhook Service has had a ready endpoint, as seen at each pass (None: it has none).
+        Every pass looks, so that a ready spell is timed from its start whatever the configurations need."""
         if ready_endpoints(self._endpoints()) == 0:
             self._ready_since = None
-            return False
+            return None
         now = self._monotonic()
         if self._ready_since is None:
             self._ready_since = now
-        remaining = self._ready_since + self.settings.arm_delay - now
+        return now - self._ready_since
+
+    def _may_arm(self, ready_for: float | None) -> bool:
+        """A webhook endpoint has been ready for the arm delay; otherwise when to look again is noted."""
+        if ready_for is None:
+            return False
+        remaining = self.settings.arm_delay - ready_for
         if remaining > 0:
             self._look_again = remaining
             return False
@@ -407,6 +414,7 @@ class CertDuty:
         unarmed: list[str] = []
         name = self.settings.configuration
         self._look_again = None
+        ready_for = self._ready_for()
         for kind, configuration in configurations:
             if configuration is None:
                 # Not an error: the webhook may be disabled or not installed yet; its creation wakes us.
@@ -422,7 +430,7 @@ class CertDuty:
                     updated = inject_ca_bundle(configuration, ca_bundle)
                 elif entries_match(live_entries(configuration), wanted, ca_bundle):
                     continue
-                elif not live_entries(configuration) and not self._webhook_ready():
+                elif not live_entries(configuration) and not self._may_arm(ready_for):
                     # Enforced from its first request on only when a webhook pod can answer it.
                     unarmed.append(kind.kind)
                     continue

@@ -77,7 +77,10 @@ class Api:
             with self._opener.open(request, timeout=REQUEST_TIMEOUT) as answer:
                 payload = answer.read()
         except urllib.error.HTTPError as error:
-            text = error.read().decode(errors="replace")
+            try:
+                text = error.read().decode(errors="replace")
+            finally:
+                error.close()  # it holds the connection: left to the garbage collector it warns
             with contextlib.suppress(ValueError, AttributeError):
                 text = json.loads(text).get("message", text)
             raise ApiError(error.code, text) from None

@@ -1299,3 +1299,24 @@ async def test_a_pod_turning_ready_wakes_the_running_duty(
     assert ca_bundles(fake) == []
     await set_endpoint(api, fake, ready=True)  # the EndpointSlice's watch event, then the delay, arm
     await eventually(lambda: _injected(fake), within=3.0, message="armed without any other event")
+
+
+async def test_a_new_ready_spell_is_timed_from_its_start_even_while_armed(
+    fake: FakeApiServer, api: KubeClient, slow_arming_duty: CertDuty, monotonic: Monotonic
+) -> None:
+    duty = slow_arming_duty
+    await duty.sync()
+    monotonic.now += 2.0
+    assert (await duty.sync()).armed
+    await set_endpoint(api, fake, ready=False)  # every webhook pod gone
+    monotonic.now += 60
+    await duty.sync()
+    await set_endpoint(api, fake, ready=True)  # a pod ready again, just now
+    await duty.sync()
+    removed = configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)
+    removed["webhooks"] = []  # someone removes the entries
+    await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, removed)
+    monotonic.now += 1.0
+    assert (await duty.sync()).unarmed == ("ValidatingWebhookConfiguration",)  # ready 1 s only
+    monotonic.now += 1.0
+    assert (await duty.sync()).armed == ("ValidatingWebhookConfiguration",)
