@@ -36,6 +36,7 @@ GROUP_PATH: Final = "/apis/workload.serving.volcano.sh/v1alpha1"
 REQUEST_TIMEOUT: Final = 30.0
 DRAIN_SECONDS: Final = 35.0
 INITIALIZED_WAIT: Final = 30.0
+SSL_CLOSE_GRACE: Final = 1.0
 PROBE_EVERY: Final = 10  # one dry-run probe after this many writes
 WARNING_MARK: Final = "pods: 0 is not a valid pod count"
 DENIAL_MARK: Final = 'admission webhook "validate.modelboosters.workload.serving.volcano.sh" denied the request'
@@ -228,6 +229,9 @@ class Load:
                 watch.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watch
+        # A closed session's TLS connections finish closing on the loop's next turns; a loop that ends first
+        # leaves their transports to the garbage collector, which warns (aiohttp's "graceful shutdown").
+        await asyncio.sleep(SSL_CLOSE_GRACE)
         state = self._state
         initialized = {
             name: state.initialized_at[name] - state.created_at[name]
