@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -51,7 +50,7 @@ from reconciler.inferno.saturation import Thresholds, assess
 from reconciler.inferno.signals import ServerSignals, SignalQueries, measure_signals
 from reconciler.inferno.stabilizer import Stabilizer
 from tests.inferno_plant import Truth, serve
-from tests.reconciler.test_prometheus_load import free_port, prometheus_binary, wait_ready
+from tests.reconciler.test_prometheus_load import running_prometheus, wait_ready
 
 NAMESPACE: Final = "serving"
 PERIOD: Final = 1.3  # seconds of real time between decisions
@@ -210,33 +209,15 @@ async def pods() -> AsyncIterator[Pods]:
 
 @contextmanager
 def prometheus(tmp_path: Path, addresses: list[str]) -> Iterator[str]:
-    binary = prometheus_binary()
-    port = free_port()
     targets = ", ".join(f'"{address}"' for address in addresses)
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
+    with running_prometheus(
+        tmp_path,
         "global: {scrape_interval: 100ms, scrape_timeout: 90ms, evaluation_interval: 1s}\n"
         "scrape_configs:\n"
         "  - job_name: vllm\n"
-        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NAMESPACE}}}}}]\n"
-    )
-    log = (tmp_path / "prometheus.log").open("wb")
-    process = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NAMESPACE}}}}}]\n",
+    ) as url:
+        yield url
 
 
 # --- the law, as the controller applies it -------------------------------------------------------------------

@@ -43,7 +43,7 @@ from reconciler.runtime.kinds import POD
 from tests.chart.render import render
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS
-from tests.reconciler.test_prometheus_load import free_port, prometheus_binary, wait_ready
+from tests.reconciler.test_prometheus_load import running_prometheus, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE: Final = ROOT / "examples/backend-autoscaling.yaml"
@@ -249,35 +249,20 @@ async def discovered(tmp_path: Path, fake: FakeApiServer, engine: tuple[dict[str
 
 @pytest.fixture
 def prometheus(tmp_path: Path, discovered: Path, engine: tuple[dict[str, Any], VllmExporter, int]) -> Iterator[str]:
-    binary = prometheus_binary()
     _, _, port = engine
     (monitor,) = render(
         {"inferno": {"podMonitor": {"enabled": True, "enginePort": port, "interval": "250ms"}}}
     ).of_kind("PodMonitor")
     assert monitor["spec"]["namespaceSelector"] == {"any": True}
     targets = discovered
-    config = tmp_path / "prometheus.yml"
-    config.write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "250ms", "scrape_timeout": "200ms", "evaluation_interval": "1s"},
-        "scrape_configs": [scrape_config(monitor, targets_file=targets)],
-    }))  # fmt: skip
-    listen = free_port()
-    log = (tmp_path / "prometheus.log").open("wb")
-    process = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{listen}", "--log.level=warn"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        yield f"http://127.0.0.1:{listen}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with running_prometheus(
+        tmp_path,
+        yaml.safe_dump({
+            "global": {"scrape_interval": "250ms", "scrape_timeout": "200ms", "evaluation_interval": "1s"},
+            "scrape_configs": [scrape_config(monitor, targets_file=targets)],
+        }),
+    ) as url:
+        yield url
 
 
 async def test_the_default_queries_select_the_engines_we_render_without_a_served_model_name(

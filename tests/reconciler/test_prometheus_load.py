@@ -20,6 +20,7 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -56,6 +57,33 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running_prometheus(tmp_path: Path, config: str) -> Iterator[str]:
+    """A real Prometheus with `config` (YAML text) on a free loopback port, its data and log in `tmp_path`;
+    yields its URL and stops it."""
+    binary = prometheus_binary()
+    port = free_port()
+    config_file = tmp_path / "prometheus.yml"
+    config_file.write_text(config)
+    log = (tmp_path / "prometheus.log").open("wb")
+    process = subprocess.Popen(
+        [binary, f"--config.file={config_file}", f"--storage.tsdb.path={tmp_path / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
 
 
 @dataclass
@@ -123,33 +151,15 @@ async def vllm_pods() -> AsyncIterator[list[str]]:
 
 @pytest.fixture
 def prometheus(tmp_path: Path, vllm_pods: list[str]) -> Iterator[str]:
-    binary = prometheus_binary()
-    port = free_port()
     targets = ", ".join(f'"{address}"' for address in vllm_pods)
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
+    with running_prometheus(
+        tmp_path,
         "global: {scrape_interval: 250ms, scrape_timeout: 200ms, evaluation_interval: 1s}\n"
         "scrape_configs:\n"
         "  - job_name: vllm\n"
-        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NAMESPACE}}}}}]\n"
-    )
-    log = (tmp_path / "prometheus.log").open("wb")
-    process = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NAMESPACE}}}}}]\n",
+    ) as url:
+        yield url
 
 
 async def wait_ready(url: str, *, within: float = 15.0) -> None:
