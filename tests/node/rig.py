@@ -30,6 +30,8 @@ BUILD_TIMEOUT: Final = 900.0
 # Addresses the tier may reach: the node (API server), the pod and Service ranges (rig.env's defaults).
 NODE_IP: Final = "172.30.255.1"
 NODE_NAME: Final = "modelbooster-node"
+# The bridge build-image's own dockerd uses while it runs (../shared/node/README.md).
+BUILD_BRIDGE: Final = "mbdocker0"
 RIG_NETWORKS: Final = ("172.30.255.0/24", "10.244.0.0/16", "10.97.0.0/16")
 
 
@@ -88,9 +90,29 @@ class Rig:
         self.script("stop-all.sh")
 
     def build_image(self, checkout: Path, image: str) -> str:
-        """The checkout's Dockerfile built into the node's containerd; the reference the kubelet finds."""
-        out = self._run([str(self.kit / "build-image"), str(checkout), image], timeout=BUILD_TIMEOUT)
-        return out.strip().splitlines()[-1]
+        """The checkout's Dockerfile built into the node's containerd; the reference the kubelet finds.
+
+        build-image sometimes exits 1 after a good build, when deleting its bridge fails in its exit trap, and
+        then leaves the bridge behind, with which every later run fails ("Address already assigned"). So a
+        bridge left by an earlier run is removed first, and a failed build is tried once more."""
+        for attempt in (1, 2):
+            self._remove_left_build_bridge()
+            try:
+                out = self._run([str(self.kit / "build-image"), str(checkout), image], timeout=BUILD_TIMEOUT)
+            except RigError:
+                if attempt == 2:
+                    raise
+                continue
+            return out.strip().splitlines()[-1]
+        raise AssertionError("unreachable")
+
+    def _remove_left_build_bridge(self) -> None:
+        """build-image's bridge, when no build-image runs (it holds its lock while it does)."""
+        if not Path(f"/sys/class/net/{BUILD_BRIDGE}").exists():
+            return
+        lock = self.folder.parent / "image-build" / ".lock"
+        subprocess.run(["flock", "-n", str(lock), "ip", "link", "del", BUILD_BRIDGE], capture_output=True,
+                       timeout=30, check=False)  # fmt: skip
 
     @property
     def kubeconfig(self) -> Path:
