@@ -77,11 +77,13 @@ _modelbooster() {
                 --shutdown-timeout) COMPREPLY=(); return ;;
                 --shutdown-delay) COMPREPLY=(); return ;;
                 --keepalive-timeout) COMPREPLY=(); return ;;
+                --connection-max-age) COMPREPLY=(); return ;;
+                --probe-silence) COMPREPLY=(); return ;;
                 --log-level) COMPREPLY=($(compgen -W "debug info warning error" -- "$cur")); return ;;
                 --log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
                 --event-loop) COMPREPLY=($(compgen -W "auto asyncio uvloop" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --bind-address --port --metrics-bind-address --metrics-port --tls-cert-file --tls-private-key-file --tls-min-version --cert-check-interval --max-request-bytes --request-read-timeout --max-buffered-bytes --max-requests-in-flight --shutdown-timeout --shutdown-delay --keepalive-timeout --log-level --log-format --event-loop" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "-h --help --bind-address --port --metrics-bind-address --metrics-port --tls-cert-file --tls-private-key-file --tls-min-version --cert-check-interval --max-request-bytes --request-read-timeout --max-buffered-bytes --max-requests-in-flight --shutdown-timeout --shutdown-delay --keepalive-timeout --connection-max-age --probe-silence --log-level --log-format --event-loop" -- "$cur")) ;;
         reconciler)
             case "$prev" in
                 --kubeconfig) COMPREPLY=(); return ;;
@@ -94,6 +96,7 @@ _modelbooster() {
                 --lease-duration) COMPREPLY=(); return ;;
                 --renew-deadline) COMPREPLY=(); return ;;
                 --retry-period) COMPREPLY=(); return ;;
+                --lease-owner-deployment) COMPREPLY=(); return ;;
                 --metrics-bind-address) COMPREPLY=(); return ;;
                 --metrics-port) COMPREPLY=(); return ;;
                 --log-level) COMPREPLY=($(compgen -W "debug info warning error" -- "$cur")); return ;;
@@ -102,6 +105,7 @@ _modelbooster() {
                 --resync-period) COMPREPLY=(); return ;;
                 --watch-timeout) COMPREPLY=(); return ;;
                 --shutdown-timeout) COMPREPLY=(); return ;;
+                --shutdown-delay) COMPREPLY=(); return ;;
                 --event-loop) COMPREPLY=($(compgen -W "auto asyncio uvloop" -- "$cur")); return ;;
                 --workers) COMPREPLY=(); return ;;
                 --runtime-image) COMPREPLY=(); return ;;
@@ -113,6 +117,7 @@ _modelbooster() {
                 --webhook-tls-secret) COMPREPLY=(); return ;;
                 --webhook-ca-secret) COMPREPLY=(); return ;;
                 --webhook-configuration) COMPREPLY=(); return ;;
+                --webhook-arm-delay) COMPREPLY=(); return ;;
                 --cert-check-interval) COMPREPLY=(); return ;;
                 --inferno-namespaces) COMPREPLY=(); return ;;
                 --inferno-timeout) COMPREPLY=(); return ;;
@@ -129,7 +134,7 @@ _modelbooster() {
                 --prometheus-arrival-query) COMPREPLY=(); return ;;
                 --prometheus-length-query) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --kubeconfig --namespaces --qps --burst --controller-namespace --lease-name --lease-namespace --lease-duration --renew-deadline --retry-period --metrics-bind-address --metrics-port --log-level --log-format --field-manager --resync-period --watch-timeout --shutdown-timeout --event-loop --leader-elect --no-leader-elect --workers --runtime-image --downloader-image --config-map --lora-timeout --cert-duty --no-cert-duty --webhook-service --webhook-namespace --webhook-tls-secret --webhook-ca-secret --webhook-configuration --cert-check-interval --inferno --no-inferno --inferno-namespaces --inferno-timeout --inferno-max-replicas --inferno-min-replicas --inferno-max-scale-step --inferno-max-scale-step-percent --inferno-min-stabilization --prometheus-url --prometheus-bearer-token-file --prometheus-ca-file --prometheus-timeout --prometheus-window --prometheus-arrival-query --prometheus-length-query --check-child-crds --no-check-child-crds" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "-h --help --kubeconfig --namespaces --qps --burst --controller-namespace --lease-name --lease-namespace --lease-duration --renew-deadline --retry-period --lease-owner-deployment --metrics-bind-address --metrics-port --log-level --log-format --field-manager --resync-period --watch-timeout --shutdown-timeout --shutdown-delay --event-loop --leader-elect --no-leader-elect --workers --runtime-image --downloader-image --config-map --lora-timeout --cert-duty --no-cert-duty --webhook-service --webhook-namespace --webhook-tls-secret --webhook-ca-secret --webhook-configuration --webhook-arm-delay --cert-check-interval --inferno --no-inferno --inferno-namespaces --inferno-timeout --inferno-max-replicas --inferno-min-replicas --inferno-max-scale-step --inferno-max-scale-step-percent --inferno-min-stabilization --prometheus-url --prometheus-bearer-token-file --prometheus-ca-file --prometheus-timeout --prometheus-window --prometheus-arrival-query --prometheus-length-query --check-child-crds --no-check-child-crds" -- "$cur")) ;;
         optimizer)
             case "$prev" in
                 --host) COMPREPLY=(); return ;;

@@ -54,6 +54,8 @@ class ProcessSettings:
     watch_timeout: int = 300
     watch_read_timeout: float | None = None  # None: watch_timeout + 30 s
     shutdown_timeout: float = 25.0
+    shutdown_delay: float = 0.0
+    lease_owner_deployment: str = ""
 
     def __post_init__(self) -> None:
         if self.qps < 0 or self.burst < 0:
@@ -85,6 +87,8 @@ class ProcessSettings:
             lease=self.lease,
             resync_period=self.resync_period,
             shutdown_timeout=self.shutdown_timeout,
+            shutdown_delay=self.shutdown_delay,
+            lease_owner_deployment=self.lease_owner_deployment,
             watch_timeout=self.watch_timeout,
             watch_read_timeout=self.watch_read_timeout,
         )
@@ -103,6 +107,12 @@ _FLAGS: Final[dict[str, Flag]] = {
     "--lease-duration": Flag("lease_duration", positive_float, 15.0, "seconds a Lease stays valid"),
     "--renew-deadline": Flag("renew_deadline", positive_float, 10.0, "seconds the leader may fail to renew"),
     "--retry-period": Flag("retry_period", positive_float, 2.0, "seconds between Lease attempts"),
+    "--lease-owner-deployment": Flag(
+        "lease_owner_deployment",
+        str,
+        "",
+        "Deployment (in the Lease's namespace) that owns the Lease, so that deleting it deletes the Lease",
+    ),
     "--metrics-bind-address": Flag("metrics_host", str, "0.0.0.0", "address of /metrics, /healthz, /readyz"),
     "--metrics-port": Flag("metrics_port", port, 8080, "port of /metrics, /healthz, /readyz (0: off)"),
     "--log-level": Flag("log_level", choice("debug", "info", "warning", "error"), "info", "log level"),
@@ -111,6 +121,12 @@ _FLAGS: Final[dict[str, Flag]] = {
     "--resync-period": Flag("resync_period", non_negative_float, 600.0, "seconds between full resyncs (0: off)"),
     "--watch-timeout": Flag("watch_timeout", positive_int, 300, "server-side timeout of each watch (s)"),
     "--shutdown-timeout": Flag("shutdown_timeout", non_negative_float, 25.0, "seconds to finish in-flight work"),
+    "--shutdown-delay": Flag(
+        "shutdown_delay",
+        non_negative_float,
+        0.0,
+        "seconds the leader keeps leading after SIGTERM, so that a successor can start first",
+    ),
     "--event-loop": Flag("event_loop", choice(*EVENT_LOOPS), "auto", "auto: uvloop if installed"),
 }
 _LEADER_ELECT_DEFAULT: Final = True
@@ -152,4 +168,6 @@ def process_settings_from_args(args: argparse.Namespace, *, environ: Mapping[str
         resync_period=args.resync_period,
         watch_timeout=args.watch_timeout,
         shutdown_timeout=args.shutdown_timeout,
+        shutdown_delay=args.shutdown_delay,
+        lease_owner_deployment=args.lease_owner_deployment,
     )

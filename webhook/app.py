@@ -39,6 +39,7 @@ from webhook.body import RETRY_AFTER_SECONDS, BodyRefused, ClientGone, read_body
 from webhook.budget import BodyBudget
 from webhook.memory import Allocator, Trimmer
 from webhook.metrics import PathMetrics, WebhookMetrics
+from webhook.rotation import ConnectionRotation, ProbeRecord
 from webhook.settings import Settings
 from webhook.shape import surely_within_bounds
 
@@ -61,6 +62,7 @@ class WebhookState:
     reloader: CertificateReloader
     budget: BodyBudget
     trimmer: Trimmer
+    rotation: ConnectionRotation
     shutting_down: bool = False
     in_flight: int = 0
     # Set whenever no admission request is being served; shutdown waits on it.
@@ -95,11 +97,27 @@ class WebhookState:
             self.idle.set()
 
     def readiness(self) -> str | None:
-        """Why the webhook is not ready, or None when it is."""
-        if self.shutting_down:
-            return "shutting down"
+        """Why the webhook is not ready, or None when it is.
+
+        Shutting down is not a reason: the pod's deletion already takes it out of the Service's ready
+        endpoints, and a pod that stays ready while it drains is what the Service falls back to when no other
+        pod is ready (every replica replaced at once); docs/design/webhook.md §8."""
         if not self.reloader.loaded:
             return f"no serving certificate loaded yet from {self.reloader.cert_file}"
+        return None
+
+    def answer_probe(self) -> str | None:
+        """`readiness()` for a readiness probe (the kubelet's), which is remembered: see webhook/rotation.py."""
+        reason = self.readiness()
+        self.rotation.probes.answered(ready=reason is None)
+        return reason
+
+    def last_answer(self, connection: object) -> str | None:
+        """Why the answer being sent on `connection` should close it (webhook/rotation.py), or None."""
+        if self.shutting_down:
+            return "shutdown"
+        if self.rotation.due(connection):
+            return "age"
         return None
 
 
@@ -174,9 +192,11 @@ def _admission_handler(
             finally:
                 metrics.in_flight -= 1
                 state.request_finished()
-        if state.shutting_down:
-            # Tell the client to take its next request elsewhere rather than reuse this connection.
+        closing = state.last_answer(request.protocol)
+        if closing is not None:
+            # The client's next request opens a new connection, which the Service may send to another pod.
             response.force_close()
+            state.metrics.connections_closed.labels(reason=closing).inc()
         metrics.request_done(status=response.status, seconds=time.perf_counter() - started)
         return response
 
@@ -282,7 +302,7 @@ async def _healthz(_request: web.Request) -> web.Response:
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    reason = request.app[STATE].readiness()
+    reason = request.app[STATE].answer_probe()
     return _plain(200, "ok") if reason is None else _plain(503, reason)
 
 
@@ -301,6 +321,9 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
         reloader=reloader,
         budget=BodyBudget(settings.max_buffered_bytes),
         trimmer=Trimmer(Allocator.load()),
+        rotation=ConnectionRotation(
+            max_age=settings.connection_max_age, probes=ProbeRecord(silence=settings.probe_silence)
+        ),
     )
     metrics.report_readiness(state.readiness)
     metrics.report_buffered(lambda: state.budget.used)
@@ -325,6 +348,6 @@ def make_app(settings: Settings, *, metrics: WebhookMetrics | None = None) -> we
 def make_metrics_app(admission_app: web.Application) -> web.Application:
     """The plain-HTTP application for Prometheus and probes, sharing the admission app's state."""
     state = admission_app[STATE]
-    app = make_listener_app(registry=state.metrics.registry, ready=state.readiness)
+    app = make_listener_app(registry=state.metrics.registry, ready=state.answer_probe)
     app[STATE] = state
     return app

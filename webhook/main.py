@@ -1,8 +1,10 @@
 """`modelbooster webhook`: run the admission server until SIGTERM, then shut down gracefully.
 
-On SIGTERM (or SIGINT): `/readyz` starts failing at once; after `--shutdown-delay` the listeners close
-(no new connections); requests already being served get up to `--shutdown-timeout` to finish; the
-process then exits 0. Keep delay + timeout below the pod's terminationGracePeriodSeconds.
+On SIGTERM (or SIGINT): for `--shutdown-delay` the webhook keeps serving, still ready, and every answer
+closes its connection, so the client reconnects through the Service (to another pod whenever one is ready;
+to this one while none is, e.g. when every replica is replaced at once); then the listeners close (no new
+connections); requests already being served get up to `--shutdown-timeout` to finish; the process then exits
+0. Keep delay + timeout below the pod's terminationGracePeriodSeconds. docs/design/webhook.md §8 says why.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ class WebhookServer:
         )
 
     async def stop(self) -> None:
-        """Fail readiness, wait the configured delay, stop accepting, let in-flight requests finish."""
+        """Close every connection after its next answer, wait the configured delay, stop accepting, let in-flight
+        requests finish."""
         state = self.state
         state.shutting_down = True
         if self.settings.shutdown_delay:

@@ -31,6 +31,9 @@ LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 # Why a request was dropped: too many in flight (429), no room in the body budget (429), body not sent
 # within --request-read-timeout (408), client hung up mid-body.
 DROP_REASONS: Final = ("too_many_in_flight", "body_budget", "read_timeout", "client_disconnected")
+# Why an answer ended its keep-alive connection on purpose (webhook/rotation.py): the connection's age, or
+# shutting down.
+CLOSE_REASONS: Final = ("age", "shutdown")
 
 
 class WebhookMetrics:
@@ -74,8 +77,8 @@ class WebhookMetrics:
         )
         self.ready = Gauge(
             "modelbooster_webhook_ready",
-            "1 while /readyz answers ok (a serving certificate is loaded and the webhook is not shutting down), "
-            "else 0.",
+            "1 while /readyz answers ok (a serving certificate is loaded; also while shutting down, so that the "
+            "Service can still fall back to this pod), else 0.",
             registry=self.registry,
         )
         self.dropped = Counter(
@@ -101,6 +104,16 @@ class WebhookMetrics:
             "When the serving certificate in use expires (Unix time); 0 before one is loaded.",
             registry=self.registry,
         )
+        self.connections_closed = Counter(
+            "modelbooster_webhook_connections_closed_total",
+            "Keep-alive connections ended on purpose by an answer's `Connection: close`, by reason: `age` (older "
+            "than --connection-max-age, so that the client reconnects through the Service and load spreads over "
+            "the replicas) or `shutdown` (after SIGTERM).",
+            ["reason"],
+            registry=self.registry,
+        )
+        for reason in CLOSE_REASONS:
+            self.connections_closed.labels(reason=reason)
 
     def for_path(self, path: str) -> PathMetrics:
         """The series of one webhook path, created now so a scrape shows zeros rather than nothing."""

@@ -45,9 +45,16 @@ class Settings:
     max_requests_in_flight: int = 64
     # Below the pod's default terminationGracePeriodSeconds (30 s), so in-flight requests finish first.
     shutdown_timeout: float = 25.0
-    # Time to keep serving after SIGTERM while /readyz fails, so endpoints drop the pod before we stop.
+    # Time to keep serving after SIGTERM, every answer closing its connection: the Service sends new
+    # connections to ready pods, and to this one only while none is ready (docs/design/webhook.md §8).
     shutdown_delay: float = 0.0
-    keepalive_timeout: float = 60.0
+    # Longer than kube-apiserver's idle timeout (90 s): its client closes idle connections first, so it never
+    # sends a request on a connection we are closing.
+    keepalive_timeout: float = 120.0
+    # Close a connection after an answer once it is this old (0: never), so the client reconnects through the
+    # Service and load spreads over the replicas; only while readiness probes arrive (webhook/rotation.py).
+    connection_max_age: float = 0.0
+    probe_silence: float = 10.0
     log_level: str = "info"
     log_format: LogFormat = "text"
     event_loop: EventLoop = "auto"
@@ -102,9 +109,21 @@ _FLAGS: Final[dict[str, Flag]] = {
     "--shutdown-delay": _flag(
         "shutdown_delay",
         non_negative_float,
-        "seconds to keep serving after SIGTERM with /readyz failing, before closing the listeners",
+        "seconds to keep serving after SIGTERM (each answer closing its connection), before closing the listeners",
     ),
     "--keepalive-timeout": _flag("keepalive_timeout", non_negative_float, "idle keep-alive connection timeout (s)"),
+    "--connection-max-age": _flag(
+        "connection_max_age",
+        non_negative_float,
+        "seconds after which a connection is closed after its next answer (give or take a fifth), so that "
+        "clients reconnect through the Service and load spreads over the replicas; 0: never",
+    ),
+    "--probe-silence": _flag(
+        "probe_silence",
+        positive_float,
+        "seconds without a readiness probe answered ready after which --connection-max-age is suspended, until "
+        "probes have been steady for as long again",
+    ),
     "--log-level": _flag("log_level", choice(*LOG_LEVELS), "debug, info, warning or error"),
     "--log-format": _flag("log_format", choice("text", "json"), "text, or json (one object per line)"),
     "--event-loop": _flag("event_loop", choice(*EVENT_LOOPS), "auto uses uvloop when it is installed"),

@@ -13,7 +13,9 @@ Runs on the leader only (a `Manager` leader task). Each pass (`CertDuty.sync`):
    `caBundle` into both webhook configurations (every entry) first, then the CA Secret, then the serving
    Secret. A new CA is therefore trusted before a certificate it signed can reach a webhook pod, and a crash
    between two writes leaves a state the next pass completes (the CA Secret before the serving Secret means a
-   published CA is never one whose key was lost).
+   published CA is never one whose key was lost). A configuration the chart left unarmed (no entries; the
+   wanted ones in an annotation) gets its entries, with the caBundle, only once a webhook pod has been ready
+   for the arm delay (reconciler/certduty/arming.py): it is not enforced before a pod can answer.
 Every update carries the resourceVersion it read; a 409 (someone wrote in between) or an AlreadyExists on
 create (another writer created it) restarts the pass from fresh reads.
 
@@ -45,6 +47,7 @@ import asyncio
 import contextlib
 import copy
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -60,7 +63,15 @@ from certs.lifecycle import Certificates, ensure_certificates
 from certs.rotation import DEFAULT_POLICY, RotationPolicy
 from certs.secret import SecretFormatError, build_ca_secret, build_serving_secret, parse_ca_secret, parse_serving_secret
 from process.backoff import backoff_delay
-from reconciler.certduty.kinds import SECRET, WEBHOOK_CONFIGURATION_KINDS
+from reconciler.certduty.arming import (
+    ArmingError,
+    armed_copy,
+    entries_match,
+    live_entries,
+    ready_endpoints,
+    wanted_entries,
+)
+from reconciler.certduty.kinds import ENDPOINT_SLICE, SECRET, SERVICE_NAME_LABEL, WEBHOOK_CONFIGURATION_KINDS
 from reconciler.certduty.metrics import CertDutyMetrics
 from reconciler.certduty.settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
 from reconciler.peer import Context, Peer
@@ -109,6 +120,9 @@ class SyncReport:
     # Secrets that existed but could not be used, with why.
     repaired: tuple[tuple[str, str], ...] = ()
     missing_configurations: tuple[str, ...] = ()
+    # Kinds whose configuration got its entries written now, and those still waiting for a ready webhook pod.
+    armed: tuple[str, ...] = ()
+    unarmed: tuple[str, ...] = ()
     serving_not_after: datetime | None = None
     ca_not_after: datetime | None = None
 
@@ -192,10 +206,18 @@ class CertDuty:
         field_manager: str = "modelbooster",
         retry_base: float = 1.0,
         retry_max: float = 300.0,
+        endpoints: Callable[[], list[dict[str, Any]]] = list,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.settings = settings
         self.metrics = metrics
+        self._endpoints = endpoints  # the webhook Service's EndpointSlices, from a cache
+        self._monotonic = monotonic
+        # Since when the webhook Service has had a ready endpoint (None: it has none now).
+        self._ready_since: float | None = None
+        # Seconds until a pass must look again although nothing woke it (an arm delay running out).
+        self._look_again: float | None = None
         self._clock = clock
         self._policy = policy
         self._field_manager = field_manager
@@ -243,8 +265,11 @@ class CertDuty:
                 await asyncio.sleep(delay)
                 continue
             failures = 0
+            wait = self.settings.check_interval
+            if self._look_again is not None:
+                wait = min(wait, self._look_again)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.check_interval)
+                await asyncio.wait_for(self._wake.wait(), wait)
 
     async def sync(self) -> SyncReport:
         """One pass; returns what it did. Raises ApiError or CertDutyError when it cannot complete."""
@@ -282,7 +307,7 @@ class CertDuty:
             )  # fmt: skip
         issued_serving = state.bundle is None or certs.bundle.tls_crt != state.bundle.tls_crt
         issued_ca = certs.ca is not state.ca
-        injected, missing = await self._inject(state.configurations, certs.bundle.ca_bundle_base64())
+        injected, missing, armed, unarmed = await self._inject(state.configurations, certs.bundle.ca_bundle_base64())
         written = await self._write_secrets(state, certs)
         # Logged and counted once stored: a pass restarted by a conflict issues again from scratch.
         if issued_ca or issued_serving:
@@ -301,6 +326,8 @@ class CertDuty:
             secrets_written=tuple(written),
             repaired=tuple(state.problems.items()),
             missing_configurations=tuple(missing),
+            armed=tuple(armed),
+            unarmed=tuple(unarmed),
             serving_not_after=certs.bundle.serving_not_after,
             ca_not_after=certs.ca.cert.not_valid_after_utc,
         )
@@ -357,12 +384,37 @@ class CertDuty:
                 logger.warning("webhook certificates: not trusting part of the injected caBundle: %s", problem)
         return found
 
+    def _ready_for(self) -> float | None:
+        """For how long the webhook Service has had a ready endpoint, as seen at each pass (None: it has none).
+        Every pass looks, so that a ready spell is timed from its start whatever the configurations need."""
+        if ready_endpoints(self._endpoints()) == 0:
+            self._ready_since = None
+            return None
+        now = self._monotonic()
+        if self._ready_since is None:
+            self._ready_since = now
+        return now - self._ready_since
+
+    def _may_arm(self, ready_for: float | None) -> bool:
+        """A webhook endpoint has been ready for the arm delay; otherwise when to look again is noted."""
+        if ready_for is None:
+            return False
+        remaining = self.settings.arm_delay - ready_for
+        if remaining > 0:
+            self._look_again = remaining
+            return False
+        return True
+
     async def _inject(
         self, configurations: list[tuple[Kind, dict[str, Any] | None]], ca_bundle: str
-    ) -> tuple[list[tuple[str, tuple[str, ...]]], list[str]]:
+    ) -> tuple[list[tuple[str, tuple[str, ...]]], list[str], list[str], list[str]]:
         injected: list[tuple[str, tuple[str, ...]]] = []
         missing: list[str] = []
+        armed: list[str] = []
+        unarmed: list[str] = []
         name = self.settings.configuration
+        self._look_again = None
+        ready_for = self._ready_for()
         for kind, configuration in configurations:
             if configuration is None:
                 # Not an error: the webhook may be disabled or not installed yet; its creation wakes us.
@@ -372,9 +424,20 @@ class CertDuty:
                 missing.append(kind.kind)
                 continue
             try:
-                drifted = drifted_webhooks(configuration, ca_bundle)
-                updated = inject_ca_bundle(configuration, ca_bundle)
-            except InjectionError as error:
+                wanted = wanted_entries(configuration)
+                if wanted is None:
+                    drifted = drifted_webhooks(configuration, ca_bundle)
+                    updated = inject_ca_bundle(configuration, ca_bundle)
+                elif entries_match(live_entries(configuration), wanted, ca_bundle):
+                    continue
+                elif not live_entries(configuration) and not self._may_arm(ready_for):
+                    # Enforced from its first request on only when a webhook pod can answer it.
+                    unarmed.append(kind.kind)
+                    continue
+                else:
+                    drifted = [entry["name"] for entry in wanted]
+                    updated = armed_copy(configuration, wanted, ca_bundle)
+            except (InjectionError, ArmingError) as error:
                 raise CertDutyError(str(error)) from None
             if updated is None:
                 continue
@@ -386,11 +449,23 @@ class CertDuty:
                 raise
             self._remember(stored, kind)
             self.metrics.injections.labels(kind=kind.kind).inc()
-            logger.info(
-                "webhook certificates: injected caBundle into %s %s (entries %s)", kind, name, ", ".join(drifted)
-            )
+            if wanted is not None and not live_entries(configuration):
+                armed.append(kind.kind)
+                logger.info(
+                    "webhook certificates: armed %s %s: a webhook pod is ready, entries %s enforced from now on",
+                    kind, name, ", ".join(drifted),
+                )  # fmt: skip
+            else:
+                logger.info(
+                    "webhook certificates: injected caBundle into %s %s (entries %s)", kind, name, ", ".join(drifted)
+                )
             injected.append((kind.kind, tuple(drifted)))
-        return injected, missing
+        if unarmed:
+            logger.info(
+                "webhook certificates: %s %s not armed yet: no webhook endpoint ready for %.0f s",
+                " and ".join(unarmed), name, self.settings.arm_delay,
+            )  # fmt: skip
+        return injected, missing, armed, unarmed
 
     async def _write_secrets(self, state: _State, certs: Certificates) -> list[str]:
         settings = self.settings
@@ -445,8 +520,12 @@ def register_cert_duty(
         logger.info("webhook certificate duty is off (--no-cert-duty): certificates and caBundle come from elsewhere")
         return None
     metrics = CertDutyMetrics(manager.metrics.registry)
+    slices = manager.informer(
+        ENDPOINT_SLICE, namespaces=[settings.namespace], label_selector=f"{SERVICE_NAME_LABEL}={settings.service}"
+    )
     duty = CertDuty(client=client, settings=settings, metrics=metrics, clock=clock, policy=policy,
-                    field_manager=field_manager)  # fmt: skip
+                    field_manager=field_manager, endpoints=slices.objects)  # fmt: skip
+    slices.add_handler(duty.on_event)
     by_name = f"metadata.name={settings.configuration}"
     for kind in WEBHOOK_CONFIGURATION_KINDS:
         manager.informer(kind, field_selector=by_name).add_handler(duty.on_event)

@@ -26,6 +26,9 @@ DEFAULT_TLS_SECRET: Final = "modelbooster-webhook-tls"
 DEFAULT_CA_SECRET: Final = "modelbooster-webhook-ca"
 DEFAULT_CONFIGURATION: Final = "modelbooster"
 DEFAULT_CHECK_INTERVAL: Final = 3600.0
+# kube-proxy programs a new endpoint within its minimum sync period (1 s by default): the configurations are
+# armed once a webhook endpoint has been ready this long (reconciler/certduty/arming.py).
+DEFAULT_ARM_DELAY: Final = 2.0
 # RFC 1123 subdomain: what Secret and webhook configuration names must be.
 _SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUBDOMAIN_MAX_LENGTH: Final = 253
@@ -40,6 +43,7 @@ class CertDutySettings:
     ca_secret: str = DEFAULT_CA_SECRET
     configuration: str = DEFAULT_CONFIGURATION  # name of both the Mutating and the Validating configuration
     check_interval: float = DEFAULT_CHECK_INTERVAL  # seconds between expiry checks when nothing else wakes us
+    arm_delay: float = DEFAULT_ARM_DELAY
 
     def __post_init__(self) -> None:
         for flag, value in (("--webhook-service", self.service), ("--webhook-namespace", self.namespace)):
@@ -62,6 +66,8 @@ class CertDutySettings:
             raise SettingsError("--webhook-tls-secret and --webhook-ca-secret must name different Secrets")
         if not self.check_interval > 0:
             raise SettingsError(f"--cert-check-interval must be positive, got {self.check_interval}")
+        if not 0 <= self.arm_delay <= 300:
+            raise SettingsError(f"--webhook-arm-delay must be 0..300 seconds, got {self.arm_delay}")
 
 
 def parse_interval(text: str) -> float:
@@ -95,6 +101,12 @@ _FLAGS: Final[dict[str, Flag]] = {
         str,
         DEFAULT_CONFIGURATION,
         "name of the Mutating and the Validating webhook configuration to inject caBundle into",
+    ),
+    "--webhook-arm-delay": Flag(
+        "webhook_arm_delay",
+        float,
+        DEFAULT_ARM_DELAY,
+        "seconds a webhook endpoint must have been ready before the configurations' entries are written",
     ),
     "--cert-check-interval": Flag(
         "cert_check_interval",
@@ -133,4 +145,5 @@ def cert_settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, s
         ca_secret=args.webhook_ca_secret,
         configuration=args.webhook_configuration,
         check_interval=args.cert_check_interval,
+        arm_delay=args.webhook_arm_delay,
     )

@@ -7,7 +7,11 @@
 - The leader renews every `retry_period`; if it cannot renew successfully for `renew_deadline`, it stops
   leading at once (`renew_deadline < lease_duration`, so it stops before anyone else may take over).
 - On shutdown the leader releases the Lease (empty holder, 1 s duration) so a successor starts at once instead of
-  waiting out the lease (users expect a fast hand-off during rolling updates).
+  waiting out the lease (users expect a fast hand-off during rolling updates). A candidate told that the Lease
+  was released or deleted (`released()`, from a watch on it) tries at once instead of at its next retry.
+- With an `owner` (an ownerReference, the controller's Deployment), the Lease is written owned by it, so the
+  garbage collector deletes the Lease with the Deployment: after `helm uninstall` no Lease of a dead holder is
+  left for a reinstall to wait out (the uninstall deletes the RBAC that would let the leader release it).
 
 `run(lead)` calls `lead()` each time leadership is acquired and cancels it when leadership is lost.
 """
@@ -15,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -60,14 +65,17 @@ class LeaderElector:
         timings: LeaseTimings = LeaseTimings(),
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        owner: dict[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.timings = timings
+        self.owner = owner
         self._metrics = metrics
         self._clock = clock
+        self._released = asyncio.Event()
         self._observed_record: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None
@@ -80,6 +88,10 @@ class LeaderElector:
 
     async def wait_leading(self) -> None:
         await self._leading.wait()
+
+    def released(self) -> None:
+        """The Lease was seen released (no holder) or deleted: a candidate tries now, not at its next retry."""
+        self._released.set()
 
     def _set_gauge(self, value: int) -> None:
         if self._metrics is not None:
@@ -113,9 +125,11 @@ class LeaderElector:
 
     async def _acquire(self) -> None:
         while True:
+            self._released.clear()
             if await self._try_acquire_or_renew():
                 return
-            await asyncio.sleep(self.timings.retry_period)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._released.wait(), self.timings.retry_period)
 
     async def _renew_until_lost(self) -> None:
         last_renew = self._clock()
@@ -166,7 +180,7 @@ class LeaderElector:
             leaseDurationSeconds=self._wire_duration(),
             renewTime=micro_time(now),
         )
-        body = {**lease, "spec": new_spec}
+        body = {**lease, "metadata": self._owned(lease.get("metadata") or {}), "spec": new_spec}
         try:
             self._lease = await self.client.replace(LEASE, body)
         except ApiError as error:
@@ -180,7 +194,7 @@ class LeaderElector:
         body = {
             "apiVersion": LEASE.api_version,
             "kind": LEASE.kind,
-            "metadata": {"name": self.name, "namespace": self.namespace},
+            "metadata": self._owned({"name": self.name, "namespace": self.namespace}),
             "spec": {
                 "holderIdentity": self.identity,
                 "leaseDurationSeconds": self._wire_duration(),
@@ -197,6 +211,18 @@ class LeaderElector:
             return False
         self._observe_own_write()
         return True
+
+    def _owned(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """`metadata` with our owner among its ownerReferences (a Lease written before had none)."""
+        if self.owner is None:
+            return metadata
+        references = [ref for ref in metadata.get("ownerReferences") or [] if isinstance(ref, dict)]
+        if any(ref.get("uid") == self.owner.get("uid") for ref in references):
+            return metadata
+        # A reference to an earlier Deployment of the same name (deleted, then created again) goes.
+        ours = (self.owner["kind"], self.owner["name"])
+        kept = [ref for ref in references if (ref.get("kind"), ref.get("name")) != ours]
+        return {**metadata, "ownerReferences": [*kept, self.owner]}
 
     def _wire_duration(self) -> int:
         # Whole seconds on the wire; rounding up never lets a candidate take over early.

@@ -6,8 +6,14 @@ Lifecycle of `run(stop)`:
 3. campaign for the Lease (or lead at once with leader election off); while leading, run each controller's
    workers and resync loop once that controller's own caches have synced (a controller whose CRD is missing
    holds up no other), and each registered leader task once the informers it needs have synced;
-4. on `stop`: stop handing out work, let in-flight reconciles finish (bounded by `shutdown_timeout`), stop
-   leading (which releases the Lease), stop the informers and close the client.
+4. on `stop`: a leader keeps leading for `shutdown_delay` (a successor — the replacement pod of a one-replica
+   Deployment — has that long to start and sync its caches, so the hand-off leaves no gap in reconciling),
+   then stops handing out work, lets in-flight reconciles finish (bounded by `shutdown_timeout`), stops
+   leading (which releases the Lease), stops the informers and closes the client.
+
+The Lease is watched (by name) so that a candidate takes a released Lease at once, and, with
+`lease_owner_deployment`, written owned by that Deployment so that deleting it (`helm uninstall`) deletes the
+Lease too (reconciler/runtime/leader.py).
 
 Informers for kinds the cluster may not serve (a CRD installed later, or removed) are not registered up front:
 `start_informer(informer)` runs one while the process runs and `stop_informer(informer)` ends it
@@ -29,12 +35,13 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
-from reconciler.runtime.client import KubeClient
+from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.controller import Controller
 from reconciler.runtime.informer import DEFAULT_PAGE_SIZE, IndexFunc, Informer, Transform
-from reconciler.runtime.kinds import Kind
+from reconciler.runtime.kinds import DEPLOYMENT, LEASE, Kind
 from reconciler.runtime.leader import LeaderElector, LeaseTimings
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.objects import meta_text
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +69,8 @@ class ManagerOptions:
     lease: LeaseTimings = field(default_factory=LeaseTimings)
     resync_period: float = 600.0
     shutdown_timeout: float = 25.0
+    shutdown_delay: float = 0.0
+    lease_owner_deployment: str = ""
     watch_timeout: int = 300
     watch_read_timeout: float | None = None
     leader_task_backoff: float = 1.0
@@ -96,6 +105,11 @@ class Manager:
         self._leading_without_election = asyncio.Event()
         # Informers list one at a time (see Informer._gated_list); watches are not gated.
         self._list_gate = asyncio.Semaphore(1)
+        if self.elector is not None:
+            lease = self.informer(
+                LEASE, namespaces=[options.lease_namespace], field_selector=f"metadata.name={options.lease_name}"
+            )
+            lease.add_handler(self._lease_changed)
 
     # ------------------------------------------------------------------ wiring
     def informer(self, kind: Kind, **options: Unpack[InformerOptions]) -> Informer:
@@ -190,6 +204,28 @@ class Manager:
     async def wait_synced(self) -> None:
         await asyncio.gather(*(informer.wait_synced() for informer in self.informers))
 
+    # ------------------------------------------------------------------ leader election
+    def _lease_changed(self, event: str, _old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        holder = ((new or {}).get("spec") or {}).get("holderIdentity")
+        if self.elector is not None and (event == "DELETED" or not holder):
+            self.elector.released()
+
+    async def _lease_owner(self) -> dict[str, Any] | None:
+        """The ownerReference of the Lease: our Deployment, read once; None (logged) when it cannot be read."""
+        name, namespace = self.options.lease_owner_deployment, self.options.lease_namespace
+        if not name:
+            return None
+        try:
+            deployment = await asyncio.wait_for(self.client.get(DEPLOYMENT, namespace, name), timeout=10)
+        except (ApiError, TimeoutError) as error:
+            logger.warning(
+                "cannot read Deployment %s/%s to own the Lease (%s): the Lease will outlive an uninstall",
+                namespace, name, error,
+            )  # fmt: skip
+            return None
+        return {"apiVersion": DEPLOYMENT.api_version, "kind": DEPLOYMENT.kind, "name": name,
+                "uid": meta_text(deployment, "uid")}  # fmt: skip
+
     # ------------------------------------------------------------------ running
     async def run(self, stop: asyncio.Event) -> None:
         self._informer_tasks = [
@@ -198,12 +234,19 @@ class Manager:
         ]
         background = [asyncio.create_task(factory()) for factory in self._background]
         if self.elector is not None:
+            self.elector.owner = await self._lease_owner()
             campaign = asyncio.create_task(self.elector.run(self._lead), name="leader-election")
         else:
             campaign = asyncio.create_task(self._lead_without_election(), name="leading")
         self._campaign = campaign
         try:
             await stop.wait()
+            if self.options.shutdown_delay > 0 and self.is_leader:
+                logger.info(
+                    "shutdown requested: leading %.0f s more so that a successor can start",
+                    self.options.shutdown_delay,
+                )
+                await asyncio.sleep(self.options.shutdown_delay)
         finally:
             self._stopping = True
             for task in background:

@@ -8,6 +8,7 @@ after rendering lists the chart's crds/ plus those of the subcharts whose condit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,6 +78,32 @@ class Rendered:
 
     def deployment(self, component: str) -> dict[str, Any]:
         return self.one("Deployment", f"{RELEASE}-modelbooster-{component}")
+
+    def armed(self) -> list[dict[str, Any]]:
+        """The webhook configurations as they are enforced: with the entries the reconciler writes from their
+        annotation (self-signed mode), or as rendered (cert-manager mode)."""
+        armed = []
+        for kind in WEBHOOK_CONFIGURATION_KINDS:
+            for configuration in self.of_kind(kind):
+                armed.append({**configuration, "webhooks": webhook_entries(configuration)})
+        return armed
+
+
+WEBHOOK_CONFIGURATION_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+# The annotation the chart puts the entries in, for the reconciler to arm (reconciler/certduty/arming.py).
+ENTRIES_ANNOTATION = "modelbooster.io/webhooks"
+
+
+def webhook_entries(configuration: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The entries a rendered webhook configuration is enforced with: its annotation's (then it renders no
+    `webhooks`, which the reconciler writes once a webhook pod is ready) or its rendered `webhooks`."""
+    text = (configuration["metadata"].get("annotations") or {}).get(ENTRIES_ANNOTATION)
+    if text is None:
+        entries: list[dict[str, Any]] = configuration["webhooks"]
+        return entries
+    assert "webhooks" not in configuration, "entries both rendered and in the annotation"
+    parsed: list[dict[str, Any]] = json.loads(text)
+    return parsed
 
 
 # No image is published, so every install names one (the chart refuses to render without it); tests name this

@@ -75,8 +75,7 @@ def test_webhook_listens_where_the_chart_points(defaults: Rendered) -> None:
     )
     paths = {
         configuration["kind"]: configuration["webhooks"][0]["clientConfig"]["service"]["path"]
-        for configuration in defaults.of_kind("MutatingWebhookConfiguration")
-        + defaults.of_kind("ValidatingWebhookConfiguration")
+        for configuration in defaults.armed()
     }
     assert paths == {"MutatingWebhookConfiguration": MUTATE_PATH, "ValidatingWebhookConfiguration": VALIDATE_PATH}
 

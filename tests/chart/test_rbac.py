@@ -83,13 +83,17 @@ def _release_namespace_grants(*, self_signed: bool) -> set[Grant]:
     settings = frozenset({f"{P}-reconciler"})
     grants = {Grant("", "configmaps", verb, NAMESPACE, settings) for verb in ("list", "watch")}
     grants.add(Grant("coordination.k8s.io", "leases", "create", NAMESPACE))
-    grants |= {
-        Grant("coordination.k8s.io", "leases", v, NAMESPACE, frozenset({f"{P}-reconciler"})) for v in ("get", "update")
-    }
+    # The Lease by name: read and renewed, and watched so that a standby takes a released one at once.
+    lease = frozenset({f"{P}-reconciler"})
+    grants |= {Grant("coordination.k8s.io", "leases", v, NAMESPACE, lease) for v in ("get", "list", "watch", "update")}
+    # Its own Deployment, read once to own the Lease (docs/design/webhook.md §10).
+    grants.add(Grant("apps", "deployments", "get", NAMESPACE, frozenset({f"{P}-reconciler"})))
     if self_signed:
         secrets = frozenset({f"{P}-webhook-tls", f"{P}-webhook-ca"})
         grants.add(Grant("", "secrets", "create", NAMESPACE))
         grants |= {Grant("", "secrets", verb, NAMESPACE, secrets) for verb in ("get", "list", "watch", "update")}
+        # The webhook Service's EndpointSlices: the configurations are armed once a webhook pod is ready.
+        grants |= {Grant("discovery.k8s.io", "endpointslices", verb, NAMESPACE) for verb in ("list", "watch")}
     return grants
 
 
@@ -160,7 +164,12 @@ def test_scale_rights_exist_only_where_inferno_watches() -> None:
 def test_without_inferno_no_scale_rights() -> None:
     rendered = render({"inferno": {"enabled": False}})
     grants = grants_for_service_account(rendered.objects, service_account=RECONCILER_SA, namespace=NAMESPACE)
-    assert not [g for g in grants if g.resource.endswith("/scale") or g.api_group in (INFERNO, "apps")]
+    # The one apps right left is reading the reconciler's own Deployment by name, the owner of its Lease.
+    own_deployment = Grant("apps", "deployments", "get", NAMESPACE, frozenset({f"{P}-reconciler"}))
+    assert own_deployment in grants
+    assert not [
+        g for g in grants - {own_deployment} if g.resource.endswith("/scale") or g.api_group in (INFERNO, "apps")
+    ]
 
 
 def test_leader_election_off_drops_the_lease_rights() -> None:

@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from tests.chart.render import NAMESPACE, Rendered, container_args, flag_value, render, selector_matches
+from tests.chart.render import (
+    ENTRIES_ANNOTATION,
+    NAMESPACE,
+    Rendered,
+    container_args,
+    flag_value,
+    render,
+    selector_matches,
+    webhook_entries,
+)
 from tests.chart.scenarios import SCENARIOS
 
 P = "mb-modelbooster"
@@ -30,6 +39,9 @@ EXPECTED_PATHS = {
     "ValidatingWebhookConfiguration": "/validate/modelbooster",
 }
 WEBHOOK_SCENARIOS = sorted(name for name, values in SCENARIOS.items() if values.get("webhook", {}).get("enabled", True))
+SELF_SIGNED_SCENARIOS = [
+    name for name in WEBHOOK_SCENARIOS if not SCENARIOS[name].get("certManager", {}).get("enabled", False)
+]
 
 
 def _webhooks(rendered: Rendered) -> list[tuple[str, dict[str, Any]]]:
@@ -37,7 +49,7 @@ def _webhooks(rendered: Rendered) -> list[tuple[str, dict[str, Any]]]:
     for kind in EXPECTED_PATHS:
         configurations = rendered.of_kind(kind)
         assert len(configurations) == 1, kind
-        webhooks = configurations[0]["webhooks"]
+        webhooks = webhook_entries(configurations[0])
         assert len(webhooks) == 1, kind
         found.append((kind, webhooks[0]))
     return found
@@ -147,8 +159,8 @@ def _mounted_tls_secret(rendered: Rendered) -> str:
 
 def test_self_signed_mode_mounts_the_secret_the_reconciler_writes(defaults: Rendered) -> None:
     assert _mounted_tls_secret(defaults) == f"{P}-webhook-tls"
-    for _, webhook in _webhooks(defaults):
-        assert "annotations" not in defaults.one("MutatingWebhookConfiguration", P)["metadata"]
+    for kind, webhook in _webhooks(defaults):
+        assert set(defaults.one(kind, P)["metadata"]["annotations"]) == {ENTRIES_ANNOTATION}
         assert "caBundle" not in webhook["clientConfig"]
     # The chart does not create the Secret: the reconciler does, and a chart-made one would be overwritten
     # by every upgrade.
@@ -190,3 +202,29 @@ def test_tls_min_version_reaches_the_process(rendered_scenarios: dict[str, Rende
     for scenario, expected in (("defaults", "1.2"), ("webhook-tuned", "1.3")):
         args = container_args(rendered_scenarios[scenario].deployment("webhook"), "webhook")
         assert flag_value(args, "--tls-min-version") == expected
+
+
+@pytest.mark.parametrize("scenario", SELF_SIGNED_SCENARIOS)
+def test_self_signed_mode_renders_the_configurations_unarmed(
+    rendered_scenarios: dict[str, Rendered], scenario: str
+) -> None:
+    # Enforced only once the reconciler writes the entries, when a webhook pod is ready (docs/design/webhook.md
+    # §7); rendering no `webhooks` at all also keeps Helm from ever touching them (or their caBundle) again.
+    rendered = rendered_scenarios[scenario]
+    reconciler_args = container_args(rendered.deployment("reconciler"), "reconciler")
+    assert "--cert-duty" in reconciler_args
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        configuration = rendered.one(kind, flag_value(reconciler_args, "--webhook-configuration") or "")
+        assert "webhooks" not in configuration
+        assert ENTRIES_ANNOTATION in configuration["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize("scenario", ["cert-manager", "cert-manager-existing-issuer", "everything"])
+def test_cert_manager_mode_renders_the_entries(rendered_scenarios: dict[str, Rendered], scenario: str) -> None:
+    # cert-manager's cainjector injects into entries that exist; no reconciler duty arms them.
+    rendered = rendered_scenarios[scenario]
+    assert "--no-cert-duty" in container_args(rendered.deployment("reconciler"), "reconciler")
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        (configuration,) = rendered.of_kind(kind)
+        assert len(configuration["webhooks"]) == 1
+        assert ENTRIES_ANNOTATION not in configuration["metadata"]["annotations"]

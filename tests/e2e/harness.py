@@ -15,7 +15,10 @@ processes running for real with the chart's own command lines.
    lease and shutdown times, a fast certificate-file poll) — see `reconciler_args` / `webhook_args`;
 5. waits for both `/readyz`. The webhook can only become ready once the reconciler's certificate duty has
    written the TLS Secret and the kubelet step has projected it, so a ready cluster has already run the
-   whole certificate bootstrap.
+   whole certificate bootstrap;
+6. plays the EndpointSlice controller: once the webhook is ready, the webhook Service gets a slice with one
+   ready endpoint, and the harness waits until the reconciler has armed both webhook configurations (written
+   their entries with the caBundle: docs/design/webhook.md §7).
 
 Requests are told apart by User-Agent: the reconciler names itself `modelbooster-reconciler (<pod>)`, the
 test's user client `USER_AGENT`; the webhook is given no credentials at all (the chart mounts no token).
@@ -211,6 +214,7 @@ def _create(api: Any, obj: Mapping[str, Any]) -> None:
         "Secret": "secrets",
         "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
         "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+        "EndpointSlice": "endpointslices",
     }
     prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
     namespace = obj.get("metadata", {}).get("namespace")
@@ -236,9 +240,7 @@ def route_webhook_service(fake: FakeApiServer, rendered: Rendered, *, https_port
     webhook = rendered.deployment("webhook")
     container_ports = {p["name"]: p["containerPort"] for p in container(webhook, "webhook").get("ports") or ()}
     local = {container_ports["https"]: https_port}
-    for configuration in rendered.of_kind("MutatingWebhookConfiguration") + rendered.of_kind(
-        "ValidatingWebhookConfiguration"
-    ):
+    for configuration in rendered.armed():
         for entry in configuration["webhooks"]:
             ref = entry["clientConfig"]["service"]
             service = rendered.one("Service", ref["name"])
@@ -248,6 +250,45 @@ def route_webhook_service(fake: FakeApiServer, rendered: Rendered, *, https_port
             fake.route_service(
                 namespace=ref["namespace"], name=ref["name"], port=port["port"], to=("127.0.0.1", local[container_port])
             )
+
+
+def publish_ready_endpoint(api: Any, rendered: Rendered) -> None:
+    """What the EndpointSlice controller writes for the webhook Service once the webhook pod is ready."""
+    service = rendered.one("Service", f"{FULLNAME}-webhook")
+    _create(
+        api,
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{service['metadata']['name']}-e2e01",
+                "namespace": NAMESPACE,
+                "labels": {"kubernetes.io/service-name": service["metadata"]["name"]},
+            },
+            "addressType": "IPv4",
+            "endpoints": [
+                {
+                    "addresses": ["127.0.0.1"],
+                    "conditions": {"ready": True, "serving": True, "terminating": False},
+                    "targetRef": {"kind": "Pod", "name": WEBHOOK_POD, "namespace": NAMESPACE},
+                }
+            ],
+            "ports": [{"name": "https", "port": 8443, "protocol": "TCP"}],
+        },
+    )
+
+
+def armed(fake: FakeApiServer, rendered: Rendered) -> bool:
+    """Every webhook configuration carries its entries, each with a caBundle."""
+    for configuration in rendered.armed():
+        plural = configuration["kind"].lower() + "s"
+        stored = fake.get("admissionregistration.k8s.io/v1", plural, configuration["metadata"]["name"])
+        entries = (stored or {}).get("webhooks") or []
+        if len(entries) != len(configuration["webhooks"]) or not all(
+            entry.get("clientConfig", {}).get("caBundle") for entry in entries
+        ):
+            return False
+    return True
 
 
 # ---- the two processes ---------------------------------------------------------------------------------
@@ -267,6 +308,8 @@ def reconciler_args(rendered: Rendered, *, kubeconfig: Path, metrics_port: int) 
             "--renew-deadline": "2",
             "--retry-period": "0.2",
             "--shutdown-timeout": "3",
+            "--shutdown-delay": "0",
+            "--webhook-arm-delay": "0.2",
         },
     )
 
@@ -355,7 +398,9 @@ def running_cluster(workdir: Path) -> Iterator[Cluster]:
         try:
             reconciler.wait_ready(f"http://127.0.0.1:{ports.reconciler_metrics}/readyz")
             webhook.wait_ready(f"http://127.0.0.1:{ports.webhook_metrics}/readyz")
-        except ProcessError as error:
+            publish_ready_endpoint(api, rendered)
+            wait_for(lambda: armed(fake, rendered), timeout=15.0, what="both webhook configurations armed")
+        except (ProcessError, TimeoutError) as error:
             raise HarnessError(f"{error}\n{cluster.logs()}") from None
     except BaseException:
         stack.close()

@@ -85,7 +85,13 @@ ALLOWED_UNUSED: dict[Grant, str] = {
         )
         for verb in ("get", "patch")
     },
-    **{Grant("apps", resource, "get", None): INFERNO_SCALE_ONLY for resource in SCALED_APPS},
+    # Not deployments: the reconciler reads its own Deployment (the owner of its Lease), which the cluster-wide
+    # read Inferno is granted covers as well as the by-name one.
+    **{
+        Grant("apps", resource, "get", None): INFERNO_SCALE_ONLY
+        for resource in SCALED_APPS
+        if resource != "deployments"
+    },
     Grant("autoscaling", "horizontalpodautoscalers", "list", None): INFERNO_SCALE_ONLY,
     Grant("keda.sh", "scaledobjects", "list", None): INFERNO_SCALE_ONLY,
 }

@@ -131,6 +131,8 @@ def stored_resources() -> list[ResourceInfo]:
             version="v2",
         ),
         _kind("policy", "poddisruptionbudgets", "PodDisruptionBudget", status=True, generation=True),
+        # Written by the test harness in the EndpointSlice controller's place (a Service's ready pods).
+        _kind("discovery.k8s.io", "endpointslices", "EndpointSlice"),
         _kind("networking.k8s.io", "networkpolicies", "NetworkPolicy", generation=True),
         _kind(rbac, "clusterroles", "ClusterRole", namespaced=False),
         _kind(rbac, "clusterrolebindings", "ClusterRoleBinding", namespaced=False),

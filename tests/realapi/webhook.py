@@ -125,10 +125,13 @@ class Registration:
 
 
 def configurations_for(server: WebhookServer, *, namespace: str, suffix: str) -> list[Obj]:
-    """The chart's webhook configurations, reached by URL, trusted through `caBundle`, for `namespace` only."""
+    """The chart's webhook configurations as enforced (with the entries the reconciler arms them with), reached by
+    URL, trusted through `caBundle`, for `namespace` only."""
     documents = []
     for kind in KINDS:
-        for rendered in rendered_chart().of_kind(kind):
+        for rendered in rendered_chart().armed():
+            if rendered["kind"] != kind:
+                continue
             document = copy.deepcopy(rendered)
             document["metadata"] = {"name": f"{rendered['metadata']['name']}-{suffix}"}
             for entry in document["webhooks"]:

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import base64
 import copy
+import json
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -32,8 +33,9 @@ from certs.authority import create_ca, issue_serving_cert
 from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
 from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
 from certs.secret import parse_ca_secret, parse_serving_secret
-from reconciler.certduty.controller import CertDuty, register_cert_duty
+from reconciler.certduty.controller import CertDuty, CertDutyError, register_cert_duty
 from reconciler.certduty.kinds import (
+    ENDPOINT_SLICE,
     MUTATING_WEBHOOK_CONFIGURATION,
     SECRET,
     VALIDATING_WEBHOOK_CONFIGURATION,
@@ -52,7 +54,7 @@ from reconciler.runtime.leader import LeaseTimings, micro_time
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
 from tests.chart.rbac import grants_for_service_account, is_allowed, request_from_http
-from tests.chart.render import Rendered, render
+from tests.chart.render import ENTRIES_ANNOTATION, Rendered, render, webhook_entries
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import booster, eventually, quiet
 from webhook.main import WebhookServer
@@ -66,9 +68,13 @@ CA_SECRET = "mb-modelbooster-webhook-ca"
 CONFIGURATION = "mb-modelbooster"
 SERVER_NAME = "mb-modelbooster-webhook.modelbooster-system.svc"
 SANS = {SERVER_NAME, "mb-modelbooster-webhook.modelbooster-system.svc.cluster.local"}
+# No arm delay: the tests below start with a ready webhook endpoint and expect armed configurations at once;
+# the arming tests set their own.
 SETTINGS = CertDutySettings(
-    service=SERVICE, namespace=NAMESPACE, tls_secret=TLS_SECRET, ca_secret=CA_SECRET, configuration=CONFIGURATION
-)
+    service=SERVICE, namespace=NAMESPACE, tls_secret=TLS_SECRET, ca_secret=CA_SECRET, configuration=CONFIGURATION,
+    arm_delay=0.0,
+)  # fmt: skip
+ENDPOINT_SLICE_NAME = f"{SERVICE}-x7k2p"
 USER_AGENT = "modelbooster-reconciler (cert-duty)"
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
@@ -102,6 +108,7 @@ async def api(fake: FakeApiServer, chart: Rendered) -> AsyncIterator[KubeClient]
     fake.create_namespace(NAMESPACE)
     for kind in CONFIG_KINDS:
         fake.create(copy.deepcopy(chart.one(kind.kind, CONFIGURATION)))
+    fake.create(endpoint_slice(ready=True))
     client = KubeClient.for_configuration(fake.aio_configuration(), user_agent="test-user")
     try:
         yield client
@@ -129,8 +136,28 @@ def registry() -> CollectorRegistry:
 
 
 @pytest.fixture
-def duty(duty_client: KubeClient, clock: Clock, registry: CollectorRegistry) -> CertDuty:
-    return CertDuty(client=duty_client, settings=SETTINGS, metrics=CertDutyMetrics(registry), clock=clock)
+def duty(fake: FakeApiServer, duty_client: KubeClient, clock: Clock, registry: CollectorRegistry) -> CertDuty:
+    return CertDuty(client=duty_client, settings=SETTINGS, metrics=CertDutyMetrics(registry), clock=clock,
+                    endpoints=lambda: endpoint_slices(fake))  # fmt: skip
+
+
+def endpoint_slice(*, ready: bool | None) -> dict[str, Any]:
+    """What the EndpointSlice controller writes for the webhook Service with one pod (`ready` None: unset)."""
+    conditions = {} if ready is None else {"ready": ready}
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": ENDPOINT_SLICE_NAME, "namespace": NAMESPACE,
+                     "labels": {"kubernetes.io/service-name": SERVICE}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.244.0.7"], "conditions": conditions}],
+        "ports": [{"name": "https", "port": 8443, "protocol": "TCP"}],
+    }  # fmt: skip
+
+
+def endpoint_slices(fake: FakeApiServer) -> list[dict[str, Any]]:
+    found = fake.get("discovery.k8s.io/v1", "endpointslices", ENDPOINT_SLICE_NAME, NAMESPACE)
+    return [copy.deepcopy(found)] if found is not None else []
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -152,12 +179,26 @@ def configuration(fake: FakeApiServer, kind: Any) -> dict[str, Any]:
 
 
 def ca_bundles(fake: FakeApiServer) -> list[str | None]:
-    """The caBundle of every entry of both configurations."""
+    """The caBundle of every entry of both configurations (none while they are not armed)."""
     return [
         (webhook.get("clientConfig") or {}).get("caBundle")
         for kind in CONFIG_KINDS
-        for webhook in configuration(fake, kind)["webhooks"]
+        for webhook in configuration(fake, kind).get("webhooks") or []
     ]
+
+
+def rendered_entries(chart: Rendered, kind: Any) -> list[dict[str, Any]]:
+    return webhook_entries(chart.one(kind.kind, CONFIGURATION))
+
+
+async def store_with_rendered_entries(api: KubeClient, fake: FakeApiServer, chart: Rendered) -> None:
+    """Both configurations as a chart that renders the entries has them (cert-manager mode, or the chart before
+    the reconciler armed them): entries without caBundle, no annotation."""
+    for kind in CONFIG_KINDS:
+        stored = configuration(fake, kind)
+        stored["metadata"]["annotations"].pop(ENTRIES_ANNOTATION)
+        stored["webhooks"] = rendered_entries(chart, kind)
+        await api.replace(kind, stored)
 
 
 def published_pem(fake: FakeApiServer) -> bytes:
@@ -210,7 +251,9 @@ def serving_pair(fake: FakeApiServer) -> tuple[bytes, bytes]:
 async def test_first_pass_creates_both_secrets_and_injects_every_entry(
     fake: FakeApiServer, api: KubeClient, duty: CertDuty, clock: Clock, chart: Rendered
 ) -> None:
-    # A second entry in the validating configuration: every entry must get the bundle, not just the first.
+    # Entries as rendered (no annotation: injection only), and a second entry in the validating configuration:
+    # every entry must get the bundle, not just the first.
+    await store_with_rendered_entries(api, fake, chart)
     validating = configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)
     extra = copy.deepcopy(validating["webhooks"][0])
     extra["name"] = "extra.modelboosters.workload.serving.volcano.sh"
@@ -247,9 +290,9 @@ async def test_first_pass_creates_both_secrets_and_injects_every_entry(
     # The rest of the chart's configuration is untouched.
     for kind in CONFIG_KINDS:
         stored = configuration(fake, kind)
-        rendered = chart.one(kind.kind, CONFIGURATION)
-        assert stored["webhooks"][0]["clientConfig"]["service"] == rendered["webhooks"][0]["clientConfig"]["service"]
-        assert stored["webhooks"][0]["rules"] == rendered["webhooks"][0]["rules"]
+        rendered = rendered_entries(chart, kind)
+        assert stored["webhooks"][0]["clientConfig"]["service"] == rendered[0]["clientConfig"]["service"]
+        assert stored["webhooks"][0]["rules"] == rendered[0]["rules"]
 
     # The bundle is trusted before the certificate signed by its CA exists anywhere.
     assert duty_writes(fake) == [
@@ -824,7 +867,8 @@ async def start_duty(
 
 
 def _injected(fake: FakeApiServer) -> bool:
-    return all(ca_bundles(fake)) and secret(fake, TLS_SECRET) is not None
+    bundles = ca_bundles(fake)
+    return len(bundles) == 2 and all(bundles) and secret(fake, TLS_SECRET) is not None
 
 
 async def test_a_hand_edited_ca_bundle_is_restored(
@@ -935,6 +979,7 @@ async def test_api_errors_are_retried_with_backoff(
         clock=clock,
         retry_base=0.05,
         retry_max=0.1,
+        endpoints=lambda: endpoint_slices(fake),
     )
     fake.faults.fail_next(3, status=500, verb="get", resource="secrets")
     task = asyncio.create_task(duty.run())
@@ -965,7 +1010,7 @@ async def test_a_non_leader_does_nothing(
     assert [w for w in duty_writes(fake) if w[1] != "leases"] == []
     assert secret(fake, TLS_SECRET) is None
     assert secret(fake, CA_SECRET) is None
-    assert ca_bundles(fake) == [None, None]
+    assert ca_bundles(fake) == []  # not armed
     # The other replica steps down (releases the Lease): now this one leads and does the work.
     lease = copy.deepcopy(fake.get("coordination.k8s.io/v1", "leases", LEASE_NAME, NAMESPACE) or {})
     lease["spec"] = {"leaseDurationSeconds": 1, "renewTime": micro_time(), "acquireTime": micro_time()}
@@ -1130,3 +1175,154 @@ def test_bad_flags_are_named(
 def test_bad_settings_are_named(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         replace(SETTINGS, **overrides)
+
+
+# ------------------------------------------------------------------------------------ arming (webhook.md §7)
+class Monotonic:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def monotonic() -> Monotonic:
+    return Monotonic()
+
+
+@pytest.fixture
+def slow_arming_duty(
+    fake: FakeApiServer, duty_client: KubeClient, clock: Clock, registry: CollectorRegistry, monotonic: Monotonic
+) -> CertDuty:
+    """The duty with the default 2 s arm delay, on a clock of the test's."""
+    return CertDuty(client=duty_client, settings=replace(SETTINGS, arm_delay=2.0), metrics=CertDutyMetrics(registry),
+                    clock=clock, endpoints=lambda: endpoint_slices(fake), monotonic=monotonic)  # fmt: skip
+
+
+async def set_endpoint(api: KubeClient, fake: FakeApiServer, *, ready: bool | None) -> None:
+    stored = fake.get("discovery.k8s.io/v1", "endpointslices", ENDPOINT_SLICE_NAME, NAMESPACE)
+    assert stored is not None
+    updated = copy.deepcopy(stored)
+    updated["endpoints"] = endpoint_slice(ready=ready)["endpoints"]
+    await api.replace(ENDPOINT_SLICE, updated)
+
+
+async def test_configurations_are_armed_only_after_an_endpoint_was_ready_for_the_delay(
+    fake: FakeApiServer, api: KubeClient, slow_arming_duty: CertDuty, monotonic: Monotonic, chart: Rendered
+) -> None:
+    duty = slow_arming_duty
+    await set_endpoint(api, fake, ready=False)  # the webhook pods wait for the Secret the duty writes
+
+    report = await duty.sync()
+    assert report.secrets_written == (CA_SECRET, TLS_SECRET)
+    assert report.unarmed == ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    assert ca_bundles(fake) == []  # nothing enforced: no pod could answer
+
+    await set_endpoint(api, fake, ready=True)
+    assert (await duty.sync()).unarmed  # ready just now: kube-proxy may not route to it yet
+    monotonic.now += 1.0
+    assert (await duty.sync()).unarmed
+    monotonic.now += 1.0
+    report = await duty.sync()
+    assert report.armed == ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    assert report.unarmed == ()
+    bundle = base64.b64encode(data(fake, TLS_SECRET)["ca.crt"]).decode()
+    assert ca_bundles(fake) == [bundle, bundle]
+    for kind in CONFIG_KINDS:
+        stored = configuration(fake, kind)["webhooks"]
+        wanted = rendered_entries(chart, kind)
+        assert [entry["name"] for entry in stored] == [entry["name"] for entry in wanted]
+        assert stored[0]["rules"] == wanted[0]["rules"]
+        assert stored[0]["failurePolicy"] == wanted[0]["failurePolicy"] == "Fail"
+    assert (await duty.sync()).wrote is False  # armed and unchanged: nothing to write
+
+    # Once armed, the entries stay when every webhook pod is gone: failing closed is what Fail asks for.
+    await set_endpoint(api, fake, ready=False)
+    monotonic.now += 60
+    assert (await duty.sync()).wrote is False
+    assert ca_bundles(fake) == [bundle, bundle]
+
+
+async def test_an_endpoint_without_a_ready_condition_counts_as_ready(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty
+) -> None:
+    await set_endpoint(api, fake, ready=None)  # the API says an unset `ready` means ready
+    assert (await duty.sync()).armed == ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+
+async def test_a_helm_upgrade_changing_the_entries_is_followed(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty
+) -> None:
+    await duty.sync()
+    stored = configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)
+    wanted = json.loads(stored["metadata"]["annotations"][ENTRIES_ANNOTATION])
+    wanted[0]["timeoutSeconds"] = 9  # `helm upgrade --set webhook.timeoutSeconds=9` changes the annotation
+    stored["metadata"]["annotations"][ENTRIES_ANNOTATION] = json.dumps(wanted)
+    await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, stored)
+    fake.requests.clear()
+    report = await duty.sync()
+    assert duty_writes(fake) == [("update", "validatingwebhookconfigurations", CONFIGURATION)]
+    assert report.armed == ()
+    (entry,) = configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)["webhooks"]
+    assert entry["timeoutSeconds"] == 9
+    assert entry["clientConfig"]["caBundle"]
+
+
+async def test_an_entry_edited_or_removed_by_hand_is_restored(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty, chart: Rendered
+) -> None:
+    await duty.sync()
+    edited = configuration(fake, MUTATING_WEBHOOK_CONFIGURATION)
+    edited["webhooks"][0]["failurePolicy"] = "Ignore"
+    await api.replace(MUTATING_WEBHOOK_CONFIGURATION, edited)
+    removed = configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)
+    removed["webhooks"] = []
+    await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, removed)
+    await duty.sync()
+    assert configuration(fake, MUTATING_WEBHOOK_CONFIGURATION)["webhooks"][0]["failurePolicy"] == "Fail"
+    assert len(configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)["webhooks"]) == 1
+
+
+async def test_an_unreadable_annotation_stops_the_pass_with_its_name(
+    fake: FakeApiServer, api: KubeClient, duty: CertDuty
+) -> None:
+    stored = configuration(fake, MUTATING_WEBHOOK_CONFIGURATION)
+    stored["metadata"]["annotations"][ENTRIES_ANNOTATION] = "[{"
+    await api.replace(MUTATING_WEBHOOK_CONFIGURATION, stored)
+    with pytest.raises(CertDutyError, match=f"MutatingWebhookConfiguration {CONFIGURATION}: annotation "
+                                            f"{ENTRIES_ANNOTATION} is not JSON"):  # fmt: skip
+        await duty.sync()
+
+
+async def test_a_pod_turning_ready_wakes_the_running_duty(
+    fake: FakeApiServer, api: KubeClient, start_duty: Callable[..., Awaitable[RunningDuty]]
+) -> None:
+    await set_endpoint(api, fake, ready=False)
+    await start_duty(check_interval=3600, arm_delay=0.3)
+    await eventually(lambda: secret(fake, TLS_SECRET) is not None, message="Secrets written")
+    await quiet(0.5)
+    assert ca_bundles(fake) == []
+    await set_endpoint(api, fake, ready=True)  # the EndpointSlice's watch event, then the delay, arm
+    await eventually(lambda: _injected(fake), within=3.0, message="armed without any other event")
+
+
+async def test_a_new_ready_spell_is_timed_from_its_start_even_while_armed(
+    fake: FakeApiServer, api: KubeClient, slow_arming_duty: CertDuty, monotonic: Monotonic
+) -> None:
+    duty = slow_arming_duty
+    await duty.sync()
+    monotonic.now += 2.0
+    assert (await duty.sync()).armed
+    await set_endpoint(api, fake, ready=False)  # every webhook pod gone
+    monotonic.now += 60
+    await duty.sync()
+    await set_endpoint(api, fake, ready=True)  # a pod ready again, just now
+    await duty.sync()
+    removed = configuration(fake, VALIDATING_WEBHOOK_CONFIGURATION)
+    removed["webhooks"] = []  # someone removes the entries
+    await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, removed)
+    monotonic.now += 1.0
+    assert (await duty.sync()).unarmed == ("ValidatingWebhookConfiguration",)  # ready 1 s only
+    monotonic.now += 1.0
+    assert (await duty.sync()).armed == ("ValidatingWebhookConfiguration",)

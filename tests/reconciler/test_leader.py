@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reconciler.modelbooster.kinds import MODEL_SERVING
-from reconciler.runtime.kinds import LEASE
+from reconciler.runtime.kinds import DEPLOYMENT, LEASE
 from reconciler.runtime.leader import LeaseTimings
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
@@ -21,6 +21,16 @@ def lease(cluster: Cluster) -> dict[str, Any]:
 
 def holder(cluster: Cluster) -> str | None:
     return (lease(cluster).get("spec") or {}).get("holderIdentity")
+
+
+def _deployment(name: str) -> dict[str, Any]:
+    pod = {"metadata": {"labels": {"app": "r"}}, "spec": {"containers": [{"name": "r", "image": "r"}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "r"}}, "template": pod},
+    }
 
 
 def non_lease_writes(reconciler: RunningReconciler) -> list[Any]:
@@ -95,7 +105,6 @@ async def test_a_leader_that_cannot_renew_stops_writing(
 
 async def test_leader_tasks_run_only_while_leading(cluster: Cluster, fake: FakeApiServer) -> None:
 
-
     from tests.reconciler.harness import FAST, overridden
 
     runs: dict[str, int] = {"first": 0, "second": 0}
@@ -124,7 +133,6 @@ async def test_leader_tasks_run_only_while_leading(cluster: Cluster, fake: FakeA
 
 async def test_a_crashing_leader_task_is_restarted(cluster: Cluster, fake: FakeApiServer) -> None:
 
-
     from tests.reconciler.harness import FAST, overridden
 
     attempts = 0
@@ -145,3 +153,64 @@ async def test_a_crashing_leader_task_is_restarted(cluster: Cluster, fake: FakeA
         assert running.manager.is_leader  # a crashing duty does not cost leadership
     finally:
         await running.stop()
+
+
+async def test_a_released_lease_is_taken_at_once_not_at_the_next_retry(
+    cluster: Cluster, start_reconciler: Start
+) -> None:
+    # Retries 5 s apart: a takeover within a second can only come from the watch on the Lease.
+    slow_retry = LeaseTimings(lease_duration=30.0, renew_deadline=10.0, retry_period=5.0)
+    first = await start_reconciler("first", leader_elect=True, lease=slow_retry)
+    await eventually(lambda: holder(cluster) == "first")
+    await start_reconciler("second", leader_elect=True, lease=slow_retry)
+    await asyncio.sleep(0.3)  # the standby's first try has failed; its next one is 5 s away
+    await first.stop()
+    await eventually(lambda: holder(cluster) == "second", within=1.5, message="second leads within the second")
+
+
+async def test_a_stopping_leader_keeps_leading_for_the_shutdown_delay(
+    cluster: Cluster, start_reconciler: Start
+) -> None:
+    first = await start_reconciler("first", leader_elect=True, shutdown_delay=1.5)
+    await eventually(lambda: holder(cluster) == "first")
+    first._stop.set()  # SIGTERM
+    await asyncio.sleep(0.2)
+    cluster.create_booster(booster("late", backend("a")))
+    # Reconciled by the stopping leader: a one-replica Deployment's replacement is still starting.
+    await eventually(lambda: cluster.condition("late", "Initialized") == "True", within=1.0)
+    assert holder(cluster) == "first"
+    await first.stop()
+    assert not holder(cluster)  # released once the delay is over
+
+
+async def test_the_lease_is_owned_by_the_deployment_and_goes_with_it(
+    cluster: Cluster, fake: FakeApiServer, start_reconciler: Start
+) -> None:
+    deployment = await cluster.client.create(DEPLOYMENT, _deployment("mb-reconciler"))
+    first = await start_reconciler("first", leader_elect=True, lease_owner_deployment="mb-reconciler")
+    await eventually(lambda: holder(cluster) == "first")
+    owners = lease(cluster)["metadata"]["ownerReferences"]
+    assert owners == [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "mb-reconciler", "uid": deployment["metadata"]["uid"]}
+    ]
+    await first.kill()  # as after `helm uninstall`: nobody releases the Lease
+    await cluster.client.delete(DEPLOYMENT, "default", "mb-reconciler")
+    await eventually(lambda: not lease(cluster), message="the garbage collector deletes the Lease")
+
+
+async def test_a_lease_written_before_gets_the_owner_when_taken(cluster: Cluster, start_reconciler: Start) -> None:
+    await cluster.client.create(
+        LEASE,
+        {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+         "metadata": {"name": "modelbooster-reconciler", "namespace": "default"}, "spec": {}},
+    )  # fmt: skip
+    deployment = await cluster.client.create(DEPLOYMENT, _deployment("mb-reconciler"))
+    await start_reconciler("first", leader_elect=True, lease_owner_deployment="mb-reconciler")
+    await eventually(lambda: holder(cluster) == "first")
+    assert [ref["uid"] for ref in lease(cluster)["metadata"]["ownerReferences"]] == [deployment["metadata"]["uid"]]
+
+
+async def test_without_its_deployment_the_leader_still_leads(cluster: Cluster, start_reconciler: Start) -> None:
+    await start_reconciler("first", leader_elect=True, lease_owner_deployment="missing")
+    await eventually(lambda: holder(cluster) == "first")
+    assert "ownerReferences" not in lease(cluster)["metadata"]

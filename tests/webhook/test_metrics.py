@@ -115,9 +115,9 @@ async def test_ready_gauge_follows_readyz(
                 break
         await asyncio.sleep(0.01)
     assert _value(_samples(await webhook.metrics()), "modelbooster_webhook_ready") == 1
-    webhook.server.state.shutting_down = True  # what SIGTERM sets first
+    webhook.server.state.shutting_down = True  # what SIGTERM sets first: the pod stays ready while it drains
     try:
-        assert _value(_samples(await webhook.metrics()), "modelbooster_webhook_ready") == 0
+        assert _value(_samples(await webhook.metrics()), "modelbooster_webhook_ready") == 1
     finally:
         webhook.server.state.shutting_down = False  # so that the fixture still stops the server
 

@@ -1,4 +1,5 @@
-"""Graceful shutdown: readiness fails first, listeners close, in-flight requests finish, the process exits."""
+"""Graceful shutdown: the webhook keeps serving for the delay (still ready, every answer closing its connection),
+then the listeners close, in-flight requests finish, the process exits."""
 
 from __future__ import annotations
 
@@ -44,10 +45,16 @@ async def test_in_flight_request_finishes_and_new_connections_are_refused(
     await webhook.wait_in_flight(VALIDATE_PATH, 1)
     stopping = asyncio.create_task(server.stop())
     await asyncio.sleep(0.1)
-    # During the delay the pod still serves but reports not ready, so endpoints drop it.
+    # During the delay the pod stays ready (the Service's fallback while no other pod is), and every answer
+    # ends its connection so that the client's next request is balanced anew.
     async with session.get(webhook.metrics_base + "/readyz") as response:
-        assert response.status == 503
-        assert await response.text() == "shutting down\n"
+        assert response.status == 200
+    other = json.dumps(review(operation="CREATE", obj=single_vllm())).encode()
+    async with session.post(
+        webhook.base + VALIDATE_PATH, data=other, headers={"Content-Type": "application/json"}
+    ) as response:
+        assert response.status == 200
+        assert response.headers.get("Connection", "").lower() == "close"
     # After the delay the listener closes: no new connections ...
     for _ in range(500):
         try:

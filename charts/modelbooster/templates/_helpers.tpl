@@ -267,3 +267,64 @@ runbook_url: {{ printf "%s#%s" (trimSuffix "/" .) (lower $.alert) | quote }}
 {{- define "modelbooster.inferno.namespaces" -}}
 {{- join "," (.Values.inferno.namespaces | default .Values.reconciler.watchNamespaces) -}}
 {{- end -}}
+
+{{/*
+The entries of the two webhook configurations (templates/webhook-configurations.yaml): rendered as `webhooks`
+with cert-manager, or into the annotation the reconciler arms them from (docs/design/webhook.md §7).
+*/}}
+{{- define "modelbooster.webhook.service" -}}
+{{- toYaml (dict "name" (include "modelbooster.webhook.fullname" .) "namespace" .Release.Namespace "port" (int .Values.webhook.service.port)) -}}
+{{- end -}}
+
+{{- define "modelbooster.webhook.mutatingEntries" -}}
+- name: mutate.modelboosters.workload.serving.volcano.sh
+  admissionReviewVersions: ["v1"]
+  sideEffects: None
+  failurePolicy: {{ .Values.webhook.failurePolicy }}
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  matchPolicy: Equivalent
+  # Our defaults do not depend on other mutating webhooks' changes.
+  reinvocationPolicy: Never
+  clientConfig:
+    service:
+      {{- include "modelbooster.webhook.service" . | nindent 6 }}
+      path: /mutate/modelbooster
+  rules:
+    - apiGroups: ["workload.serving.volcano.sh"]
+      apiVersions: ["v1alpha1"]
+      resources: ["modelboosters"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    {{- include "modelbooster.webhook.namespaceSelector" . | nindent 4 }}
+  {{- with .Values.webhook.objectSelector }}
+  objectSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
+{{- define "modelbooster.webhook.validatingEntries" -}}
+- name: validate.modelboosters.workload.serving.volcano.sh
+  admissionReviewVersions: ["v1"]
+  sideEffects: None
+  failurePolicy: {{ .Values.webhook.failurePolicy }}
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  matchPolicy: Equivalent
+  clientConfig:
+    service:
+      {{- include "modelbooster.webhook.service" . | nindent 6 }}
+      path: /validate/modelbooster
+  rules:
+    # UPDATE too: a worker's replicas may not change (ModelServing's gangPolicy is immutable).
+    - apiGroups: ["workload.serving.volcano.sh"]
+      apiVersions: ["v1alpha1"]
+      resources: ["modelboosters"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    {{- include "modelbooster.webhook.namespaceSelector" . | nindent 4 }}
+  {{- with .Values.webhook.objectSelector }}
+  objectSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
