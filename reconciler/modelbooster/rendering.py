@@ -45,7 +45,7 @@ from reconciler.runtime.defaulting import with_defaults
 from reconciler.runtime.foreign import readable
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.objects import json_equal, metadata
-from reconciler.runtime.paths import Path, get_path
+from reconciler.runtime.paths import Path, get_path, without_paths
 from shared.backend_shape import backend_objects
 from shared.constants import LABEL_REVISION
 from shared.rollout import ANNOTATION_ROLLOUT, ANNOTATION_TEMPLATE, ANNOTATION_TEMPLATE_INPUT, NOT_POD_SHAPING
@@ -55,10 +55,22 @@ DIGEST_LENGTH: Final = 16
 NOT_HELD: Final = frozenset({"replicas"})
 
 
-def pod_shaping(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a ModelServing that its pods are made from: `spec` without `replicas`."""
+def pod_shaping(obj: Mapping[str, Any], *, scaled: Sequence[Path] = ()) -> dict[str, Any]:
+    """The part of a ModelServing that its pods are made from: `spec` without `replicas`, and without the
+    fields in `scaled` that someone else scales (a disaggregated backend's role replicas under the
+    external-replicas opt-in: paths from the object's root, inside `spec`)."""
     spec = obj.get("spec")
-    return {key: value for key, value in spec.items() if key not in NOT_HELD} if isinstance(spec, dict) else {}
+    if not isinstance(spec, dict):
+        return {}
+    inside = [path[1:] for path in scaled if len(path) > 2 and path[0] == "spec"]
+    if inside:
+        spec = without_paths(spec, inside)
+    return {key: value for key, value in spec.items() if key not in NOT_HELD}
+
+
+def scaled_paths(desired: Desired) -> tuple[Path, ...]:
+    """The fields of `desired` below the top of `spec` that belong to a scaler once it exists (role replicas)."""
+    return tuple(path for path in desired.foreign_after_create if len(path) > 2)
 
 
 def _digest(value: Any) -> str:
@@ -66,9 +78,9 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
-def template_digest(obj: Mapping[str, Any]) -> str:
+def template_digest(obj: Mapping[str, Any], *, scaled: Sequence[Path] = ()) -> str:
     """The digest of a ModelServing's pod-shaping spec (key order does not count, JSON values do)."""
-    return _digest(pod_shaping(obj))
+    return _digest(pod_shaping(obj, scaled=scaled))
 
 
 def rendering_input(
@@ -168,7 +180,7 @@ def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, templa
 
 def stored_digest(desired: Desired, schema: Mapping[str, Any] | None) -> str:
     """The template digest of `desired` as the API server will store it: with the served CRD's defaults."""
-    return template_digest(with_defaults({"spec": desired.obj.get("spec") or {}}, schema))
+    return template_digest(with_defaults({"spec": desired.obj.get("spec") or {}}, schema), scaled=scaled_paths(desired))
 
 
 class Memo:
@@ -179,16 +191,17 @@ class Memo:
 
     def __init__(self, size: int = 16_384) -> None:
         self._size = size
-        self._digests: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._current: OrderedDict[tuple[str, str, str, int], bool] = OrderedDict()
+        self._digests: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._current: OrderedDict[tuple[Any, ...], bool] = OrderedDict()
 
-    def digest(self, live: Mapping[str, Any]) -> str:
-        key = _version(live)
-        if key is None:
-            return template_digest(live)
+    def digest(self, live: Mapping[str, Any], *, scaled: Sequence[Path] = ()) -> str:
+        version = _version(live)
+        if version is None:
+            return template_digest(live, scaled=scaled)
+        key = (*version, tuple(scaled))
         found = self._digests.get(key)
         if found is None:
-            found = self._digests[key] = template_digest(live)
+            found = self._digests[key] = template_digest(live, scaled=scaled)
             _bound(self._digests, self._size)
         return found
 
@@ -196,12 +209,15 @@ class Memo:
         """Whether `live` already carries the pod-shaping spec `desired` renders (server defaults aside)."""
         version = _version(live)
         revision = str((metadata(desired.obj).get("labels") or {}).get(LABEL_REVISION) or "")
+        scaled = scaled_paths(desired)
         if version is None or not revision:
-            return is_subset(pod_shaping(desired.obj), pod_shaping(live))
-        key = (*version, revision, id(schema))
+            return is_subset(pod_shaping(desired.obj, scaled=scaled), pod_shaping(live, scaled=scaled))
+        key = (*version, revision, id(schema), scaled)
         found = self._current.get(key)
         if found is None:
-            found = self._current[key] = is_subset(pod_shaping(desired.obj), pod_shaping(live))
+            found = self._current[key] = is_subset(
+                pod_shaping(desired.obj, scaled=scaled), pod_shaping(live, scaled=scaled)
+            )
             _bound(self._current, self._size)
         return found
 
@@ -236,7 +252,7 @@ def decide(
     whole = full_object(live)
     annotations = metadata(whole).get("annotations") or {}
     recorded, recorded_source = annotations.get(ANNOTATION_TEMPLATE), annotations.get(ANNOTATION_TEMPLATE_INPUT)
-    seen = memo.digest(whole)
+    seen = memo.digest(whole, scaled=scaled_paths(desired))
     current = memo.current(desired, whole, schema)
     if recorded is None or (recorded != seen and _reshaped(whole, manager=manager)):
         return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
