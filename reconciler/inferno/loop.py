@@ -482,10 +482,15 @@ class ClosedLoop:
             )
         kind, scale = measurement.kind, measurement.scale
         name = meta_text(obj, "name")
+        server_min, server_max = spec.get("minReplicas"), spec.get("maxReplicas")
+        if measurement.roles is not None:
+            # The roles carry their own bounds (spec.disaggregation); the Server's are for a /scale target only.
+            pd = spec.get("disaggregation") or {}
+            server_min, server_max = 0, max(int((pd.get(side) or {}).get("maxReplicas") or 1) for side in SIDES)
         try:
             bounds = await self.gate.admit(
-                kind, namespace, str(ref.get("name")), server=name, server_min=spec.get("minReplicas"),
-                server_max=spec.get("maxReplicas"), rival_servers=self._rival_servers(namespace, name, kind, ref),
+                kind, namespace, str(ref.get("name")), server=name, server_min=server_min, server_max=server_max,
+                rival_servers=self._rival_servers(namespace, name, kind, ref),
             )  # fmt: skip
         except TargetProblem as problem:
             return _Scaling.blocked(problem.reason, problem.message)

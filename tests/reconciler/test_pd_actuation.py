@@ -288,3 +288,38 @@ async def test_without_the_opt_in_inferno_refuses_and_the_reconciler_restores(
         await eventually(lambda: roles(cluster) == {"prefill": 1, "decode": 1}, message="role replicas restored")
     finally:
         await reconciler.stop()
+
+
+async def test_a_model_serving_of_its_own_is_scaled_by_its_roles_bounds_alone(
+    fake: FakeApiServer, cluster: Cluster
+) -> None:
+    """A disaggregated ModelServing no ModelBooster controls, naming the Server itself: the roles' bounds are
+    the Server's disaggregation (no spec.maxReplicas needed); with no Prometheus the load is the one typed in
+    the Server, the prefill rate unknown (prefill keeps its replicas but for the band)."""
+    reconciler = start_reconciler(fake, prometheus_url=None)
+    cluster.create_booster(consenting_booster(opt_in=True))
+    await reconciler.start()
+    try:
+        await eventually(lambda: cluster.get(MODEL_SERVING, "m-pd") is not None, message="ModelServing")
+        rendered = cluster.get(MODEL_SERVING, "m-pd") or {}
+        solo = {"apiVersion": rendered["apiVersion"], "kind": rendered["kind"], "spec": rendered["spec"],
+                "metadata": {"name": "solo", "namespace": NS, "annotations": {ANNOTATION_SCALED_BY: "pd"}}}  # fmt: skip
+        fake.create(solo)
+        for obj in inferno_objects():
+            if obj["kind"] == "Server":
+                obj["spec"]["targetRef"]["name"] = "solo"
+                obj["spec"]["currentAlloc"]["load"] = {"arrivalRate": 240, "avgLength": 1024}
+            fake.create(copy.deepcopy(obj))
+        expected_decode = decide(240.0, 1024, PROFILE, 1)
+
+        def solo_roles() -> dict[str, int]:
+            live = cluster.get(MODEL_SERVING, "solo") or {}
+            return {role["name"]: role["replicas"] for role in live["spec"]["template"]["roles"]}
+
+        await eventually(lambda: solo_roles() == {"prefill": 2, "decode": expected_decode}, within=15,
+                         message=f"solo: {scaling(cluster)}")  # fmt: skip
+        await eventually(lambda: "prefill: prompt-token rate unavailable" in scaling(cluster).get("message", ""),
+                         message=f"the condition says why prefill kept its need: {scaling(cluster)}")  # fmt: skip
+        assert roles(cluster) == {"prefill": 1, "decode": 1}  # the ModelBooster's backend is not its target
+    finally:
+        await reconciler.stop()
