@@ -20,7 +20,7 @@ the next period reads again. Nothing else of the ModelServing is written, so no 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -110,7 +110,7 @@ class RolesDecision:
     bounds: Mapping[Side, Bounds]
     notes: tuple[str, ...]  # what the ratio, the bounds or a blind signal changed
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[RoleDecision]:
         return iter((self.prefill, self.decode))
 
     @property
