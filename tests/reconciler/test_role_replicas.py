@@ -5,6 +5,7 @@ the opt-in a role's replicas are the ModelBooster's, and a change from outside i
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
@@ -121,3 +122,23 @@ async def test_without_the_opt_in_role_replicas_are_restored(
     await scale_role(cluster, "prefill", 4)
     await cluster.patch(MODEL_BOOSTER, "m", {"metadata": {"labels": {"team": "ml"}}})
     await eventually(lambda: roles(cluster) == {"prefill": 1, "decode": 1}, message="role replicas restored")
+
+
+async def test_a_foreign_field_in_the_roles_is_removed_and_the_scaled_replicas_stay(
+    cluster: Cluster, reconciler: RunningReconciler
+) -> None:
+    """Someone adds a field inside a role's pod template (and so owns the atomic roles list): the merge patch
+    that removes it replaces the list whole, carrying each role's live replicas, not the rendered ones."""
+    cluster.create_booster(pd_booster(opt_in=True))
+    await converged(cluster, reconciler)
+    await scale_role(cluster, "decode", 5)
+    serving = cluster.get(MODEL_SERVING, "m-pd") or {}
+    changed = copy.deepcopy(serving["spec"]["template"]["roles"])
+    changed[0]["entryTemplate"]["spec"]["hostNetwork"] = True
+    await cluster.patch(MODEL_SERVING, "m-pd", {"spec": {"template": {"roles": changed}}}, manager="kubectl-edit")
+    await cluster.patch(MODEL_BOOSTER, "m", {"metadata": {"labels": {"team": "ml"}}})
+    await eventually(lambda: cluster.events("ForeignFieldsRemoved"), message="the foreign field removed")
+    await converged(cluster, reconciler)
+    after = cluster.get(MODEL_SERVING, "m-pd") or {}
+    assert "hostNetwork" not in after["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]
+    assert roles(cluster) == {"prefill": 1, "decode": 5}
