@@ -166,6 +166,10 @@ def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, templa
     for key in NOT_HELD:
         if key in rendered:
             spec[key] = rendered[key]
+    if not scaled_paths(desired) and _rendered_role_replicas(spec, rendered):
+        # The roles' replicas are scaling, not pod shape (Kthena's role hash leaves them out): without a scaler
+        # of their own they converge to the rendering like `replicas`, and the digest recorded is what is written.
+        template = template_digest({"spec": spec})
     meta = {**desired.obj["metadata"], "labels": dict(desired.obj["metadata"].get("labels") or {})}
     obj = {**desired.obj, "metadata": meta, "spec": spec}
     if not current:
@@ -176,6 +180,37 @@ def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, templa
             ignored = ("replicas",) if REPLICAS_PATH in desired.foreign_after_create else ()
             stamp_revision(obj, ignored_spec_fields=ignored)
     return _annotated(desired, obj, template=template, source=source)
+
+
+def _rendered_role_replicas(spec: dict[str, Any], rendered: Mapping[str, Any]) -> bool:
+    """Give the roles of `spec` (kept from the live object) the replicas `rendered` gives the role of that name;
+    whether any changed. Copies what it changes: `spec` shares its lists with the live object."""
+    template = spec.get("template")
+    want = {role.get("name"): role.get("replicas") for role in _roles(rendered.get("template"))}
+    roles = _roles(template)
+    if not any(role.get("name") in want and role.get("replicas") != want[role.get("name")] for role in roles):
+        return False
+    assert isinstance(template, dict)
+    spec["template"] = {**template, "roles": [
+        {**role, "replicas": want[role.get("name")]} if isinstance(role, dict) and role.get("name") in want
+        else role
+        for role in template["roles"]
+    ]}  # fmt: skip
+    return True
+
+
+def _with_rendered_roles(desired: Desired, live: dict[str, Any]) -> dict[str, Any]:
+    """`live` as the write of a kept spec leaves it: with the rendered role replicas, unless a scaler owns them."""
+    spec = live.get("spec")
+    if scaled_paths(desired) or not isinstance(spec, dict):
+        return live
+    spec = dict(spec)
+    return {**live, "spec": spec} if _rendered_role_replicas(spec, desired.obj.get("spec") or {}) else live
+
+
+def _roles(template: Any) -> list[dict[str, Any]]:
+    roles = template.get("roles") if isinstance(template, dict) else None
+    return [role for role in roles if isinstance(role, dict)] if isinstance(roles, list) else []
 
 
 def stored_digest(desired: Desired, schema: Mapping[str, Any] | None) -> str:
@@ -253,7 +288,7 @@ def decide(
     annotations = metadata(whole).get("annotations") or {}
     recorded, recorded_source = annotations.get(ANNOTATION_TEMPLATE), annotations.get(ANNOTATION_TEMPLATE_INPUT)
     seen = memo.digest(whole, scaled=scaled_paths(desired))
-    current = memo.current(desired, whole, schema)
+    current = memo.current(desired, _with_rendered_roles(desired, whole), schema)
     if recorded is None or (recorded != seen and _reshaped(whole, manager=manager)):
         return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
     if recorded == seen and (recorded_source == source or current):

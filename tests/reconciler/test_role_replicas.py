@@ -142,3 +142,32 @@ async def test_a_foreign_field_in_the_roles_is_removed_and_the_scaled_replicas_s
     after = cluster.get(MODEL_SERVING, "m-pd") or {}
     assert "hostNetwork" not in after["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]
     assert roles(cluster) == {"prefill": 1, "decode": 5}
+
+
+async def test_the_opt_in_withdrawn_after_a_rollout_brings_the_rendered_role_replicas_back(
+    cluster: Cluster, reconciler: RunningReconciler
+) -> None:
+    """The roles were scaled, then the ModelServing rolled (an image change: our write is the latest), then the
+    opt-in was withdrawn: the roles' replicas are the ModelBooster's again, without another rollout."""
+    cluster.create_booster(pd_booster(opt_in=True))
+    await converged(cluster, reconciler)
+    await scale_role(cluster, "decode", 3)
+    live = cluster.get(MODEL_BOOSTER, "m") or {}
+    spec = copy.deepcopy(live["spec"])
+    for worker in spec["backends"][0]["workers"]:
+        worker["image"] = "vllm/vllm-openai:v0.10.2"
+    await cluster.replace_spec("m", spec)
+    await eventually(
+        lambda: "v0.10.2" in str((cluster.get(MODEL_SERVING, "m-pd") or {})["spec"]["template"]["roles"]),
+        message="the new image rolled out",
+    )
+    await converged(cluster, reconciler)
+    assert roles(cluster) == {"prefill": 1, "decode": 3}  # the rollout kept the scaled replicas
+    assert cluster.condition("m", "UpToDate") == "True", cluster.conditions("m")["UpToDate"]
+    rolled = cluster.get(MODEL_SERVING, "m-pd") or {}
+    await cluster.patch(MODEL_BOOSTER, "m", {"metadata": {"annotations": {ANNOTATION_EXTERNAL_REPLICAS: None}}})
+    await eventually(lambda: roles(cluster) == {"prefill": 1, "decode": 1}, message="role replicas restored")
+    await converged(cluster, reconciler)
+    after = cluster.get(MODEL_SERVING, "m-pd") or {}
+    assert without_role_replicas(after) == without_role_replicas(rolled)
+    assert cluster.condition("m", "UpToDate") == "True", cluster.conditions("m")["UpToDate"]
