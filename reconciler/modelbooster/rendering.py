@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from reconciler.modelbooster.scaled_fields import role_replica_paths
 from reconciler.modelbooster.synthesis.labels import stamp_revision
 from reconciler.runtime.apply import REPLICAS_PATH, Desired, is_subset, last_write_time, spec_written_since
 from reconciler.runtime.defaulting import with_defaults
@@ -156,7 +157,9 @@ def _annotated(desired: Desired, obj: dict[str, Any], *, template: str, source: 
     )
 
 
-def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, template: str, source: str) -> Desired:
+def _keeping(
+    desired: Desired, live: Mapping[str, Any], *, current: bool, template: str, source: str, restore_roles: bool = False
+) -> Desired:
     """The desired ModelServing with the live pod-shaping spec in place of the rendered one. Its revision label
     names what it holds: the rendered one's when the live spec is the current rendering (with the server's
     defaults), else the one the live object carries (what it was written with), else one of its own."""
@@ -166,9 +169,9 @@ def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, templa
     for key in NOT_HELD:
         if key in rendered:
             spec[key] = rendered[key]
-    if not scaled_paths(desired) and _rendered_role_replicas(spec, rendered):
-        # The roles' replicas are scaling, not pod shape (Kthena's role hash leaves them out): without a scaler
-        # of their own they converge to the rendering like `replicas`, and the digest recorded is what is written.
+    if restore_roles and _rendered_role_replicas(spec, rendered):
+        # The roles' replicas were a scaler's until the opt-in went: they are scaling, not pod shape (Kthena's
+        # role hash leaves them out), so they go back to the rendering, and the digest recorded is what is written.
         template = template_digest({"spec": spec})
     meta = {**desired.obj["metadata"], "labels": dict(desired.obj["metadata"].get("labels") or {})}
     obj = {**desired.obj, "metadata": meta, "spec": spec}
@@ -200,9 +203,9 @@ def _rendered_role_replicas(spec: dict[str, Any], rendered: Mapping[str, Any]) -
 
 
 def _with_rendered_roles(desired: Desired, live: dict[str, Any]) -> dict[str, Any]:
-    """`live` as the write of a kept spec leaves it: with the rendered role replicas, unless a scaler owns them."""
+    """`live` as the write of a kept spec leaves it when its roles' replicas are restored."""
     spec = live.get("spec")
-    if scaled_paths(desired) or not isinstance(spec, dict):
+    if not isinstance(spec, dict):
         return live
     spec = dict(spec)
     return {**live, "spec": spec} if _rendered_role_replicas(spec, desired.obj.get("spec") or {}) else live
@@ -288,8 +291,19 @@ def decide(
     annotations = metadata(whole).get("annotations") or {}
     recorded, recorded_source = annotations.get(ANNOTATION_TEMPLATE), annotations.get(ANNOTATION_TEMPLATE_INPUT)
     seen = memo.digest(whole, scaled=scaled_paths(desired))
-    current = memo.current(desired, _with_rendered_roles(desired, whole), schema)
-    if recorded is None or (recorded != seen and _reshaped(whole, manager=manager)):
+    # Recorded while the roles' replicas were a scaler's (the external-replicas opt-in), which is gone: the held
+    # part is what was recorded but for those counts, which go back to the rendering (reconciler.md §7).
+    withdrawn = (
+        recorded is not None
+        and recorded != seen
+        and not scaled_paths(desired)
+        and recorded == memo.digest(whole, scaled=role_replica_paths(desired.obj))
+    )
+    current = memo.current(desired, _with_rendered_roles(desired, whole) if withdrawn else whole, schema)
+    if withdrawn and (recorded_source == source or current):
+        kept = _keeping(desired, whole, current=current, template=seen, source=source, restore_roles=True)
+        return Rendering(kept, older=not current)
+    if recorded is None or (recorded != seen and not withdrawn and _reshaped(whole, manager=manager)):
         return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
     if recorded == seen and (recorded_source == source or current):
         return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
