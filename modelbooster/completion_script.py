@@ -133,8 +133,14 @@ _modelbooster() {
                 --prometheus-window) COMPREPLY=(); return ;;
                 --prometheus-arrival-query) COMPREPLY=(); return ;;
                 --prometheus-length-query) COMPREPLY=(); return ;;
+                --prometheus-kv-cache-query) COMPREPLY=(); return ;;
+                --prometheus-waiting-query) COMPREPLY=(); return ;;
+                --prometheus-running-query) COMPREPLY=(); return ;;
+                --prometheus-itl-query) COMPREPLY=(); return ;;
+                --prometheus-ttft-query) COMPREPLY=(); return ;;
+                --prometheus-prompt-tokens-query) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --kubeconfig --namespaces --qps --burst --controller-namespace --lease-name --lease-namespace --lease-duration --renew-deadline --retry-period --lease-owner-deployment --metrics-bind-address --metrics-port --log-level --log-format --field-manager --resync-period --watch-timeout --shutdown-timeout --shutdown-delay --event-loop --leader-elect --no-leader-elect --workers --runtime-image --downloader-image --config-map --lora-timeout --cert-duty --no-cert-duty --webhook-service --webhook-namespace --webhook-tls-secret --webhook-ca-secret --webhook-configuration --webhook-arm-delay --cert-check-interval --inferno --no-inferno --inferno-namespaces --inferno-timeout --inferno-max-replicas --inferno-min-replicas --inferno-max-scale-step --inferno-max-scale-step-percent --inferno-min-stabilization --prometheus-url --prometheus-bearer-token-file --prometheus-ca-file --prometheus-timeout --prometheus-window --prometheus-arrival-query --prometheus-length-query --check-child-crds --no-check-child-crds" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "-h --help --kubeconfig --namespaces --qps --burst --controller-namespace --lease-name --lease-namespace --lease-duration --renew-deadline --retry-period --lease-owner-deployment --metrics-bind-address --metrics-port --log-level --log-format --field-manager --resync-period --watch-timeout --shutdown-timeout --shutdown-delay --event-loop --leader-elect --no-leader-elect --workers --runtime-image --downloader-image --config-map --lora-timeout --cert-duty --no-cert-duty --webhook-service --webhook-namespace --webhook-tls-secret --webhook-ca-secret --webhook-configuration --webhook-arm-delay --cert-check-interval --inferno --no-inferno --inferno-namespaces --inferno-timeout --inferno-max-replicas --inferno-min-replicas --inferno-max-scale-step --inferno-max-scale-step-percent --inferno-min-stabilization --prometheus-url --prometheus-bearer-token-file --prometheus-ca-file --prometheus-timeout --prometheus-window --prometheus-arrival-query --prometheus-length-query --prometheus-kv-cache-query --prometheus-waiting-query --prometheus-running-query --prometheus-itl-query --prometheus-ttft-query --prometheus-prompt-tokens-query --check-child-crds --no-check-child-crds" -- "$cur")) ;;
         optimizer)
             case "$prev" in
                 --host) COMPREPLY=(); return ;;

@@ -530,6 +530,7 @@ def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSett
         field_manager=settings.field_manager,
         prometheus=None if settings.prometheus is None else PrometheusClient(settings.prometheus),
         queries=settings.load_queries,
+        signal_queries=settings.signal_queries,
         ceilings=settings.ceilings,
         concurrency=settings.write_concurrency,
         now=rfc3339_now,

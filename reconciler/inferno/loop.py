@@ -27,7 +27,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from prometheus_client import Gauge
@@ -37,11 +37,14 @@ from optimizer.system import Allocation, System
 from reconciler.inferno.ceilings import Ceilings
 from reconciler.inferno.consent import ScalingGate
 from reconciler.inferno.correction import Corrections, Observed
+from reconciler.inferno.disaggregation import LearntRatio, Ratio
 from reconciler.inferno.guardrail import Guarded, control
 from reconciler.inferno.load import LoadQueries, measure_load
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
 from reconciler.inferno.rivals import Rivals
+from reconciler.inferno.roles import SIDES, LiveRole, RolesDecision, Side, decide_roles, live_roles, roles_patch
+from reconciler.inferno.roles import describe as describe_roles
 from reconciler.inferno.saturation import Assessment, Thresholds, assess, thresholds_for
 from reconciler.inferno.signals import ServerSignals, SignalQueries, measure_signals
 from reconciler.inferno.stabilizer import Stabilizers
@@ -91,6 +94,9 @@ class Measurement:
     reason: str  # LoadMeasured reason
     message: str
     signals: ServerSignals | None = None  # saturation and latency, with Prometheus
+    # A disaggregated target (spec.disaggregation): its two roles as read, and each one's own signals.
+    roles: Mapping[Side, LiveRole] | None = None
+    role_signals: Mapping[Side, ServerSignals] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ class ClosedLoop:
         self.gate = ScalingGate(self.targets, Rivals(client))
         self.ceilings = ceilings
         self.stabilizers = Stabilizers()
+        self._learnt: dict[tuple[str, str], LearntRatio] = {}  # per disaggregated Server without a prefill rate
         self._semaphore = asyncio.Semaphore(concurrency)
         self._now = now
         self._clock = clock
@@ -148,6 +155,9 @@ class ClosedLoop:
 
     def forget(self, namespace: str, name: str) -> None:
         self.stabilizers.forget(namespace, name)
+        for side in SIDES:
+            self.stabilizers.forget(namespace, _role_key(name, side))
+        self._learnt.pop((namespace, name), None)
         self.corrections.forget(namespace, name)
 
     # ------------------------------------------------------------------ measuring
@@ -177,9 +187,15 @@ class ClosedLoop:
         spec = one.server.spec
         assert spec.target_ref is not None
         ref = spec.target_ref
+        roles: dict[Side, LiveRole] | None = None
         try:
             kind = await self.targets.kind_of(ref)
-            scale = await self.targets.read_scale(kind, namespace, ref.name)
+            if spec.disaggregation is not None:
+                # The roles' replicas, not /scale's serving groups: decode's count is what the optimiser sizes.
+                roles = live_roles(await self.targets.read(kind, namespace, ref.name), spec.disaggregation)
+                scale = Scale(spec_replicas=roles["decode"].replicas, status_replicas=None)
+            else:
+                scale = await self.targets.read_scale(kind, namespace, ref.name)
         except TargetProblem as problem:
             self.metrics.load_failures.labels("target").inc()
             return Measurement(None, None, False, problem.reason, problem.message)
@@ -191,8 +207,9 @@ class ClosedLoop:
         if not isinstance(existing, dict):
             owned["accelerator"] = ""
         measurement = Measurement(
-            kind, scale, True, REASON_REPLICAS_ONLY, f"replicas from {kind.kind} {ref.name}; load as written"
-        )
+            kind, scale, True, REASON_REPLICAS_ONLY, f"replicas from {kind.kind} {ref.name}; load as written",
+            roles=roles,
+        )  # fmt: skip
         if self.prometheus is not None:
             try:
                 load = await measure_load(
@@ -206,7 +223,7 @@ class ClosedLoop:
             except QueryFailure as failure:
                 self.metrics.load_failures.labels(failure.reason).inc()
                 message = f"Prometheus: {failure.message}; keeping the last load, scaling nothing"
-                measurement = Measurement(kind, scale, False, REASON_METRICS_UNAVAILABLE, message)
+                measurement = Measurement(kind, scale, False, REASON_METRICS_UNAVAILABLE, message, roles=roles)
             else:
                 measured: dict[str, Any] = {"arrivalRate": round(load.arrival_rate, ARRIVAL_DIGITS)}
                 if load.avg_length is not None:
@@ -222,8 +239,14 @@ class ClosedLoop:
                     True,
                     REASON_MEASURED,
                     f"replicas from {kind.kind} {ref.name}; load from Prometheus over {self.queries.window}",
+                    roles=roles,
                 )
-        if self.prometheus is not None and measurement.load_ok:
+        if self.prometheus is not None and measurement.load_ok and roles is not None:
+            assert spec.disaggregation is not None
+            by_role = await self._role_signals(namespace, spec, ref.name, spec.disaggregation)
+            # The Server's own signals are its decode pods': the queueing model the optimiser sizes is decode's.
+            measurement = replace(measurement, signals=by_role["decode"], role_signals=by_role)
+        elif self.prometheus is not None and measurement.load_ok:
             signals = await measure_signals(
                 self.prometheus, self.signal_queries, namespace=namespace, model=spec.model, server=spec.name,
                 target=ref.name,
@@ -235,6 +258,24 @@ class ClosedLoop:
             except ApiError as error:
                 return Measurement(kind, scale, False, "WriteFailed", f"writing currentAlloc: {error}")
         return measurement
+
+    async def _role_signals(
+        self, namespace: str, spec: api.ServerSpec, target: str, pd: api.DisaggregationSpec
+    ) -> dict[Side, ServerSignals]:
+        """Each role's signals, from the signal queries narrowed to its pods (`$role`); prefill's with its
+        prompt-token rate."""
+        assert self.prometheus is not None
+        queries = self.signal_queries.for_role()
+        prefill, decode = await asyncio.gather(
+            *(
+                measure_signals(
+                    self.prometheus, queries, namespace=namespace, model=spec.model, server=spec.name, target=target,
+                    role=role, prompt_tokens=role == pd.prefill_role,
+                )
+                for role in (pd.prefill_role, pd.decode_role)
+            )
+        )
+        return {"prefill": prefill, "decode": decode}
 
     async def _write_current(self, obj: dict[str, Any], owned: dict[str, Any]) -> None:
         stored = await self.client.patch(
@@ -380,6 +421,7 @@ class ClosedLoop:
                 series.add((self.metrics.scale_blocked, labels))
             if scaling.guard is not None:
                 wanted.append(await self._override_condition(obj, scaling.guard))
+            status.update(scaling.status)
         await self._report(obj, wanted, status)
 
     def _assess(self, namespace: str, spec: Mapping[str, Any], measurement: Measurement) -> Assessment | None:
@@ -440,13 +482,20 @@ class ClosedLoop:
             )
         kind, scale = measurement.kind, measurement.scale
         name = meta_text(obj, "name")
+        server_min, server_max = spec.get("minReplicas"), spec.get("maxReplicas")
+        if measurement.roles is not None:
+            # The roles carry their own bounds (spec.disaggregation); the Server's are for a /scale target only.
+            pd = spec.get("disaggregation") or {}
+            server_min, server_max = 0, max(int((pd.get(side) or {}).get("maxReplicas") or 1) for side in SIDES)
         try:
             bounds = await self.gate.admit(
-                kind, namespace, str(ref.get("name")), server=name, server_min=spec.get("minReplicas"),
-                server_max=spec.get("maxReplicas"), rival_servers=self._rival_servers(namespace, name, kind, ref),
+                kind, namespace, str(ref.get("name")), server=name, server_min=server_min, server_max=server_max,
+                rival_servers=self._rival_servers(namespace, name, kind, ref),
             )  # fmt: skip
         except TargetProblem as problem:
             return _Scaling.blocked(problem.reason, problem.message)
+        if measurement.roles is not None:
+            return await self._scale_roles(namespace, obj, allocation, measurement)
         bounds = self.ceilings.limit(bounds)
         asked = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
         stabilizer = self.stabilizers.get(namespace, name, window=self.ceilings.window(asked))
@@ -485,6 +534,82 @@ class ClosedLoop:
         return _Scaling(
             WantedCondition(CONDITION_SCALING_ACTIVE, "True", REASON_SCALED, message), changed=True, guard=guard
         )
+
+    async def _scale_roles(
+        self, namespace: str, obj: dict[str, Any], allocation: Allocation, measurement: Measurement
+    ) -> _Scaling:
+        """A disaggregated target: decide both roles and set the ones that change (reconciler.inferno.roles)."""
+        spec = obj.get("spec") or {}
+        ref = spec.get("targetRef") or {}
+        target = f"{ref.get('kind')} {ref.get('name')}"
+        name = meta_text(obj, "name")
+        pd = api.DisaggregationSpec.model_validate(spec.get("disaggregation"))
+        assert measurement.kind is not None
+        kind = measurement.kind
+        try:
+            # Read again, now: the index and replicas the patch tests are those of this moment.
+            live = live_roles(await self.targets.read(kind, namespace, str(ref.get("name"))), pd)
+        except TargetProblem as problem:
+            return _Scaling.blocked(problem.reason, problem.message)
+        asked = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
+        window = self.ceilings.window(asked)
+        stabilizers = {side: self.stabilizers.get(namespace, _role_key(name, side), window=window) for side in SIDES}
+        decision = decide_roles(
+            spec=pd, decided_decode=allocation.num_replicas, live=live, signals=measurement.role_signals or {},
+            thresholds=self._thresholds(namespace, spec), ceilings=self.ceilings, stabilizers=stabilizers,
+            learnt=self._learnt_ratio(namespace, name, pd), now=self._clock(),
+        )  # fmt: skip
+        status = _roles_status(decision, learnt=self._learnt.get((namespace, name)) if pd.prefill_tokens_per_second
+                               is None else None)  # fmt: skip
+        guard = _combined_guard(decision)
+        bounds = ", ".join(f"{one.role.name} {decision.bounds[one.side].minimum}..{decision.bounds[one.side].maximum}"
+                           for one in decision)  # fmt: skip
+        detail = f"decode decided {allocation.num_replicas}; bounds {bounds}"
+        low, high = pd.ratio_bounds
+        detail += f"; prefill/decode {_ratio_text(decision.ratio)} within {low:g}..{high:g}"
+        if decision.notes:
+            detail += "; " + "; ".join(decision.notes)
+        if guard is not None and guard.override is not None:
+            detail += f"; guardrail: {guard.override}"
+        patch = roles_patch(decision)
+        if not patch:
+            return _Scaling.active(
+                REASON_AT_DECISION, f"{target} roles at {describe_roles(decision)} ({detail})", guard=guard,
+                status=status,
+            )  # fmt: skip
+        try:
+            await self.targets.write_roles(kind, namespace, str(ref.get("name")), patch)
+        except ApiError as error:
+            return _Scaling(
+                WantedCondition(
+                    CONDITION_SCALING_ACTIVE, "False", REASON_SCALE_FAILED, f"setting {target} roles: {error}"
+                ),
+                guard=guard,
+            )
+        for one in decision:
+            if one.changed:
+                self.metrics.scale_changes.labels("up" if one.replicas > one.role.replicas else "down").inc()
+        message = f"scaled {target} roles: {describe_roles(decision)} ({detail})"
+        logger.info("inferno %s/%s: %s", namespace, name, message)
+        await self.recorder.emit(obj, type="Normal", reason=EVENT_SCALED, message=message)
+        return _Scaling(
+            WantedCondition(CONDITION_SCALING_ACTIVE, "True", REASON_SCALED, message),
+            changed=True,
+            guard=guard,
+            status=status,
+        )
+
+    def _learnt_ratio(self, namespace: str, name: str, pd: api.DisaggregationSpec) -> LearntRatio | None:
+        """The Server's learnt prefill/decode ratio (None with a measured prefill rate); anew when its band moves."""
+        key = (namespace, name)
+        if pd.prefill_tokens_per_second is not None:
+            self._learnt.pop(key, None)
+            return None
+        band = Ratio(*pd.ratio_bounds)
+        learnt = self._learnt.get(key)
+        if learnt is None or learnt.band != band:
+            learnt = self._learnt[key] = LearntRatio(band=band)
+        return learnt
 
     def _rival_servers(self, namespace: str, name: str, kind: Kind, ref: Mapping[str, Any]) -> list[str]:
         """The other Servers of the namespace whose Scale actuation names the same target (from the cache)."""
@@ -554,16 +679,64 @@ def _saturation_status(signals: ServerSignals | None, assessment: Assessment) ->
     return {key: value for key, value in found.items() if value is not None}
 
 
+def _role_key(name: str, side: Side) -> str:
+    """A role's stabiliser key beside its Server's ("/" is in no object name)."""
+    return f"{name}/{side}"
+
+
+def _ratio_text(ratio: float | None) -> str:
+    return "undefined (no decode replica)" if ratio is None else f"{ratio:.2f}"
+
+
+def _roles_status(decision: RolesDecision, *, learnt: LearntRatio | None) -> dict[str, Any]:
+    roles = []
+    for one in decision:
+        entry: dict[str, Any] = {"name": one.role.name, "side": one.side, "replicas": one.replicas, "need": one.need}
+        signals = one.signals
+        if signals is not None:
+            found = {
+                "kvCacheUsage": signals.kv_cache, "waiting": signals.waiting, "running": signals.running,
+                "promptTokensPerSecond": signals.prompt_tokens_per_second,
+            }  # fmt: skip
+            entry.update({key: round(value, 2) for key, value in found.items() if value is not None})
+        if one.assessment is not None:
+            entry["pressure"] = round(one.assessment.pressure, 2)
+        roles.append(entry)
+    status: dict[str, Any] = {"roles": roles}
+    if decision.ratio is not None:
+        status["ratio"] = round(decision.ratio, 3)
+    if learnt is not None:
+        status["learntRatio"] = round(learnt.value, 3)
+    return status
+
+
+def _combined_guard(decision: RolesDecision) -> Guarded | None:
+    """One SaturationOverride for both roles: the first role overruled names the reason; the message says each."""
+    guards = [(one.role.name, one.guarded) for one in decision if one.guarded is not None]
+    if not guards:
+        return None
+    override = next((g.override for _, g in guards if g.override is not None), None)
+    return Guarded(
+        replicas=decision.decode.replicas,
+        override=override,
+        message="; ".join(f"{role}: {g.message}" for role, g in guards),
+    )
+
+
 @dataclass(frozen=True)
 class _Scaling:
     condition: WantedCondition
     changed: bool = False
     guard: Guarded | None = None  # what the guardrail did; None: it did not look (blocked, or turned off)
+    status: Mapping[str, Any] = field(default_factory=dict)  # what a disaggregated target's roles report
 
     @classmethod
     def blocked(cls, reason: str, message: str) -> _Scaling:
         return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "False", reason, message))
 
     @classmethod
-    def active(cls, reason: str, message: str, *, guard: Guarded | None = None) -> _Scaling:
-        return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "True", reason, message), guard=guard)
+    def active(
+        cls, reason: str, message: str, *, guard: Guarded | None = None, status: Mapping[str, Any] | None = None
+    ) -> _Scaling:
+        return cls(WantedCondition(CONDITION_SCALING_ACTIVE, "True", reason, message), guard=guard,
+                   status=status or {})  # fmt: skip

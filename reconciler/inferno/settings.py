@@ -26,6 +26,8 @@ from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, DEFAULT_LENGTH_QUERY,
 from reconciler.inferno.prometheus import DEFAULT_TIMEOUT as PROMETHEUS_TIMEOUT
 from reconciler.inferno.prometheus import PrometheusSettings
 from reconciler.inferno.remote import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, RemoteSettings
+from reconciler.inferno.saturation import DEFAULT_KV_CACHE_QUERY, DEFAULT_RUNNING_QUERY, DEFAULT_WAITING_QUERY
+from reconciler.inferno.signals import DEFAULT_ITL_QUERY, DEFAULT_PROMPT_QUERY, DEFAULT_TTFT_QUERY, SignalQueries
 from reconciler.settings import ENV_PREFIX
 from shared.durations import DurationError, check_duration, parse_duration
 
@@ -58,6 +60,8 @@ class InfernoSettings:
     write_concurrency: int = 16
     prometheus: PrometheusSettings | None = None  # None: loads are what the Servers say
     load_queries: LoadQueries = field(default_factory=LoadQueries)
+    # None: the built-in signal queries over the load queries' window.
+    signal_queries: SignalQueries | None = None
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     def __post_init__(self) -> None:
@@ -173,6 +177,29 @@ _FLAGS: Final[dict[str, Flag]] = {
         "prometheus_length_query", str, DEFAULT_LENGTH_QUERY, "PromQL for a Server's generated tokens per "
         "request; the same variables"
     ),
+    # The saturation and latency signals (docs/inferno.md): the load's variables and $role, a disaggregated
+    # target's role (empty otherwise); a role's query is the Server's narrowed to role="$role" when it is the
+    # built-in one, else the user's as written.
+    "--prometheus-kv-cache-query": Flag(
+        "prometheus_kv_cache_query", str, DEFAULT_KV_CACHE_QUERY, "PromQL for a Server's mean KV-cache usage (0..1); "
+        "the load's variables and $role"
+    ),
+    "--prometheus-waiting-query": Flag(
+        "prometheus_waiting_query", str, DEFAULT_WAITING_QUERY, "PromQL for a Server's requests waiting, all pods"
+    ),
+    "--prometheus-running-query": Flag(
+        "prometheus_running_query", str, DEFAULT_RUNNING_QUERY, "PromQL for a Server's requests running, all pods"
+    ),
+    "--prometheus-itl-query": Flag(
+        "prometheus_itl_query", str, DEFAULT_ITL_QUERY, "PromQL for a Server's mean inter-token latency in seconds"
+    ),
+    "--prometheus-ttft-query": Flag(
+        "prometheus_ttft_query", str, DEFAULT_TTFT_QUERY, "PromQL for a Server's mean time to first token in seconds"
+    ),
+    "--prometheus-prompt-tokens-query": Flag(
+        "prometheus_prompt_tokens_query", str, DEFAULT_PROMPT_QUERY, "PromQL for the prompt tokens per second of "
+        "a disaggregated target's prefill role"
+    ),
 }
 
 
@@ -214,6 +241,11 @@ def inferno_settings_from_args(args: argparse.Namespace, environ: Mapping[str, s
         queries = LoadQueries(
             arrival=args.prometheus_arrival_query, length=args.prometheus_length_query, window=args.prometheus_window
         )
+        signal_queries = SignalQueries(
+            kv_cache=args.prometheus_kv_cache_query, waiting=args.prometheus_waiting_query,
+            running=args.prometheus_running_query, itl=args.prometheus_itl_query, ttft=args.prometheus_ttft_query,
+            prompt_tokens=args.prometheus_prompt_tokens_query, window=args.prometheus_window,
+        )  # fmt: skip
         ceilings = Ceilings(
             max_replicas=args.inferno_max_replicas,
             min_replicas=args.inferno_min_replicas,
@@ -229,6 +261,7 @@ def inferno_settings_from_args(args: argparse.Namespace, environ: Mapping[str, s
         remote=remote,
         prometheus=prometheus,
         load_queries=queries,
+        signal_queries=signal_queries,
         ceilings=ceilings,
     )
 

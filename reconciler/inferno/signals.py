@@ -46,8 +46,19 @@ DEFAULT_PROMPT_QUERY: Final = f"sum(rate(vllm:prompt_tokens_total{_SELECTOR}[$wi
 ROLE_SELECTOR: Final = '{namespace="$namespace",model_name="$model",role="$role"}'
 
 
+# The reconciler's flag for each query (reconciler/inferno/settings.py): messages name what the user set.
+SIGNAL_FLAGS: Final = {
+    "kv_cache": "--prometheus-kv-cache-query",
+    "waiting": "--prometheus-waiting-query",
+    "running": "--prometheus-running-query",
+    "itl": "--prometheus-itl-query",
+    "ttft": "--prometheus-ttft-query",
+    "prompt_tokens": "--prometheus-prompt-tokens-query",
+}
+
+
 class SignalQueryError(ValueError):
-    """A signal query template that cannot be used; the message names it."""
+    """A signal query template that cannot be used; the message names its flag."""
 
 
 @dataclass(frozen=True)
@@ -61,16 +72,17 @@ class SignalQueries:
     window: str = "2m"
 
     def __post_init__(self) -> None:
-        for name in ("kv_cache", "waiting", "running", "itl", "ttft", "prompt_tokens"):
+        for name, flag in SIGNAL_FLAGS.items():
             text = getattr(self, name)
             template = Template(text)
             if not template.is_valid():
-                raise SignalQueryError(f"{name} query: not a valid template (a lone $? write $$ for a literal $)")
+                raise SignalQueryError(f"{flag}: not a valid template (a lone $? write $$ for a literal $)")
             unknown = set(template.get_identifiers()) - SIGNAL_VARIABLES
             if unknown:
-                raise SignalQueryError(f"{name} query: unknown variable(s) {', '.join(sorted(unknown))}")
+                known = ", ".join(sorted(SIGNAL_VARIABLES))
+                raise SignalQueryError(f"{flag}: unknown variable(s) {', '.join(sorted(unknown))}; known: {known}")
             if len(text) > MAX_QUERY_CHARS:
-                raise SignalQueryError(f"{name} query: longer than {MAX_QUERY_CHARS} characters")
+                raise SignalQueryError(f"{flag}: longer than {MAX_QUERY_CHARS} characters")
 
     def for_role(self) -> SignalQueries:
         """The same defaults narrowed to one role's pods (a query the user wrote is theirs to narrow)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from reconciler.inferno.kinds import DEPLOYMENT, MODEL_SERVING, REPLICA_SET, STATEFUL_SET
-from reconciler.runtime.client import ApiError, KubeClient
+from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from shared.api.inferno import TargetRef
 
@@ -149,6 +149,13 @@ class Targets:
     async def write_scale(self, kind: Kind, namespace: str, name: str, replicas: int) -> None:
         await self.client.patch(
             kind, namespace, name, {"spec": {"replicas": replicas}}, subresource=SCALE, field_manager=self.field_manager
+        )
+
+
+    async def write_roles(self, kind: Kind, namespace: str, name: str, patch: list[dict[str, Any]]) -> None:
+        """A JSON patch of a disaggregated target's role replicas (reconciler.inferno.roles.roles_patch)."""
+        await self.client.patch(
+            kind, namespace, name, patch, patch_type=JSON_PATCH, field_manager=self.field_manager
         )
 
 

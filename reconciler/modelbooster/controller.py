@@ -35,7 +35,15 @@ from reconciler.modelbooster.collisions import conflict_message
 from reconciler.modelbooster.kinds import CHILD_KINDS, IMMUTABLE_FIELDS, MODEL_BOOSTER, MODEL_SERVING, child_kind_of
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater, pod_owner_key, pod_owner_uid, setup_pod_informer
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
-from reconciler.modelbooster.rendering import Memo, Rendering, decide, rendering_input, template_digest
+from reconciler.modelbooster.rendering import (
+    Memo,
+    Rendering,
+    decide,
+    rendering_input,
+    scaled_paths,
+    template_digest,
+)
+from reconciler.modelbooster.scaled_fields import role_replica_paths
 from reconciler.modelbooster.settings import (
     DynamicSettings,
     ModelBoosterSettings,
@@ -58,7 +66,12 @@ from reconciler.modelbooster.status import (
     booster_status,
     seconds_between,
 )
-from reconciler.modelbooster.synthesis import SynthesisError, autoscaled_backends, synthesize
+from reconciler.modelbooster.synthesis import (
+    SynthesisError,
+    autoscaled_backends,
+    role_scaled_backends,
+    synthesize,
+)
 from reconciler.peer import Context, Peer
 from reconciler.runtime.apply import (
     REPLICAS_PATH,
@@ -373,7 +386,7 @@ class ModelBoosterReconciler:
             if stored is None:
                 continue
             whole = full_object(stored)
-            actual = template_digest(whole)
+            actual = template_digest(whole, scaled=scaled_paths(child))
             if (metadata(whole).get("annotations") or {}).get(ANNOTATION_TEMPLATE) == actual:
                 continue
             patch = {"metadata": {"annotations": {ANNOTATION_TEMPLATE: actual}}}
@@ -431,15 +444,18 @@ class ModelBoosterReconciler:
         except SynthesisError as error:
             raise InvalidSpec(str(error)) from None
         autoscaled = autoscaled_backends(typed)
+        roles_scaled = role_scaled_backends(typed)
         desired: list[Desired] = []
         for obj in objects:
             kind = child_kind_of(obj)
             if kind is None:
                 raise InvalidSpec(f"synthesis produced an object of unknown kind {obj.get('kind')!r}")
-            foreign: tuple[tuple[str, ...], ...] = ()
+            foreign: tuple[Path, ...] = ()
             backend = (metadata(obj).get("labels") or {}).get(LABEL_BACKEND_NAME)
             if kind == MODEL_SERVING and backend in autoscaled:
                 foreign = (REPLICAS_PATH,)
+            if kind == MODEL_SERVING and backend in roles_scaled:
+                foreign += role_replica_paths(obj)
             desired.append(
                 Desired(kind=kind, obj=obj, foreign_after_create=foreign, immutable=IMMUTABLE_FIELDS.get(kind, ()))
             )

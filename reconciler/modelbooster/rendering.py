@@ -39,13 +39,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from reconciler.modelbooster.scaled_fields import role_replica_paths
 from reconciler.modelbooster.synthesis.labels import stamp_revision
 from reconciler.runtime.apply import REPLICAS_PATH, Desired, is_subset, last_write_time, spec_written_since
 from reconciler.runtime.defaulting import with_defaults
 from reconciler.runtime.foreign import readable
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.objects import json_equal, metadata
-from reconciler.runtime.paths import Path, get_path
+from reconciler.runtime.paths import Path, get_path, without_paths
 from shared.backend_shape import backend_objects
 from shared.constants import LABEL_REVISION
 from shared.rollout import ANNOTATION_ROLLOUT, ANNOTATION_TEMPLATE, ANNOTATION_TEMPLATE_INPUT, NOT_POD_SHAPING
@@ -55,10 +56,22 @@ DIGEST_LENGTH: Final = 16
 NOT_HELD: Final = frozenset({"replicas"})
 
 
-def pod_shaping(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a ModelServing that its pods are made from: `spec` without `replicas`."""
+def pod_shaping(obj: Mapping[str, Any], *, scaled: Sequence[Path] = ()) -> dict[str, Any]:
+    """The part of a ModelServing that its pods are made from: `spec` without `replicas`, and without the
+    fields in `scaled` that someone else scales (a disaggregated backend's role replicas under the
+    external-replicas opt-in: paths from the object's root, inside `spec`)."""
     spec = obj.get("spec")
-    return {key: value for key, value in spec.items() if key not in NOT_HELD} if isinstance(spec, dict) else {}
+    if not isinstance(spec, dict):
+        return {}
+    inside = [path[1:] for path in scaled if len(path) > 2 and path[0] == "spec"]
+    if inside:
+        spec = without_paths(spec, inside)
+    return {key: value for key, value in spec.items() if key not in NOT_HELD}
+
+
+def scaled_paths(desired: Desired) -> tuple[Path, ...]:
+    """The fields of `desired` below the top of `spec` that belong to a scaler once it exists (role replicas)."""
+    return tuple(path for path in desired.foreign_after_create if len(path) > 2)
 
 
 def _digest(value: Any) -> str:
@@ -66,9 +79,9 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
-def template_digest(obj: Mapping[str, Any]) -> str:
+def template_digest(obj: Mapping[str, Any], *, scaled: Sequence[Path] = ()) -> str:
     """The digest of a ModelServing's pod-shaping spec (key order does not count, JSON values do)."""
-    return _digest(pod_shaping(obj))
+    return _digest(pod_shaping(obj, scaled=scaled))
 
 
 def rendering_input(
@@ -144,7 +157,9 @@ def _annotated(desired: Desired, obj: dict[str, Any], *, template: str, source: 
     )
 
 
-def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, template: str, source: str) -> Desired:
+def _keeping(
+    desired: Desired, live: Mapping[str, Any], *, current: bool, template: str, source: str, restore_roles: bool = False
+) -> Desired:
     """The desired ModelServing with the live pod-shaping spec in place of the rendered one. Its revision label
     names what it holds: the rendered one's when the live spec is the current rendering (with the server's
     defaults), else the one the live object carries (what it was written with), else one of its own."""
@@ -154,6 +169,10 @@ def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, templa
     for key in NOT_HELD:
         if key in rendered:
             spec[key] = rendered[key]
+    if restore_roles and _rendered_role_replicas(spec, rendered):
+        # The roles' replicas were a scaler's until the opt-in went: they are scaling, not pod shape (Kthena's
+        # role hash leaves them out), so they go back to the rendering, and the digest recorded is what is written.
+        template = template_digest({"spec": spec})
     meta = {**desired.obj["metadata"], "labels": dict(desired.obj["metadata"].get("labels") or {})}
     obj = {**desired.obj, "metadata": meta, "spec": spec}
     if not current:
@@ -166,9 +185,40 @@ def _keeping(desired: Desired, live: Mapping[str, Any], *, current: bool, templa
     return _annotated(desired, obj, template=template, source=source)
 
 
+def _rendered_role_replicas(spec: dict[str, Any], rendered: Mapping[str, Any]) -> bool:
+    """Give the roles of `spec` (kept from the live object) the replicas `rendered` gives the role of that name;
+    whether any changed. Copies what it changes: `spec` shares its lists with the live object."""
+    template = spec.get("template")
+    want = {role.get("name"): role.get("replicas") for role in _roles(rendered.get("template"))}
+    roles = _roles(template)
+    if not any(role.get("name") in want and role.get("replicas") != want[role.get("name")] for role in roles):
+        return False
+    assert isinstance(template, dict)
+    spec["template"] = {**template, "roles": [
+        {**role, "replicas": want[role.get("name")]} if isinstance(role, dict) and role.get("name") in want
+        else role
+        for role in template["roles"]
+    ]}  # fmt: skip
+    return True
+
+
+def _with_rendered_roles(desired: Desired, live: dict[str, Any]) -> dict[str, Any]:
+    """`live` as the write of a kept spec leaves it when its roles' replicas are restored."""
+    spec = live.get("spec")
+    if not isinstance(spec, dict):
+        return live
+    spec = dict(spec)
+    return {**live, "spec": spec} if _rendered_role_replicas(spec, desired.obj.get("spec") or {}) else live
+
+
+def _roles(template: Any) -> list[dict[str, Any]]:
+    roles = template.get("roles") if isinstance(template, dict) else None
+    return [role for role in roles if isinstance(role, dict)] if isinstance(roles, list) else []
+
+
 def stored_digest(desired: Desired, schema: Mapping[str, Any] | None) -> str:
     """The template digest of `desired` as the API server will store it: with the served CRD's defaults."""
-    return template_digest(with_defaults({"spec": desired.obj.get("spec") or {}}, schema))
+    return template_digest(with_defaults({"spec": desired.obj.get("spec") or {}}, schema), scaled=scaled_paths(desired))
 
 
 class Memo:
@@ -179,16 +229,17 @@ class Memo:
 
     def __init__(self, size: int = 16_384) -> None:
         self._size = size
-        self._digests: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._current: OrderedDict[tuple[str, str, str, int], bool] = OrderedDict()
+        self._digests: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._current: OrderedDict[tuple[Any, ...], bool] = OrderedDict()
 
-    def digest(self, live: Mapping[str, Any]) -> str:
-        key = _version(live)
-        if key is None:
-            return template_digest(live)
+    def digest(self, live: Mapping[str, Any], *, scaled: Sequence[Path] = ()) -> str:
+        version = _version(live)
+        if version is None:
+            return template_digest(live, scaled=scaled)
+        key = (*version, tuple(scaled))
         found = self._digests.get(key)
         if found is None:
-            found = self._digests[key] = template_digest(live)
+            found = self._digests[key] = template_digest(live, scaled=scaled)
             _bound(self._digests, self._size)
         return found
 
@@ -196,12 +247,15 @@ class Memo:
         """Whether `live` already carries the pod-shaping spec `desired` renders (server defaults aside)."""
         version = _version(live)
         revision = str((metadata(desired.obj).get("labels") or {}).get(LABEL_REVISION) or "")
+        scaled = scaled_paths(desired)
         if version is None or not revision:
-            return is_subset(pod_shaping(desired.obj), pod_shaping(live))
-        key = (*version, revision, id(schema))
+            return is_subset(pod_shaping(desired.obj, scaled=scaled), pod_shaping(live, scaled=scaled))
+        key = (*version, revision, id(schema), scaled)
         found = self._current.get(key)
         if found is None:
-            found = self._current[key] = is_subset(pod_shaping(desired.obj), pod_shaping(live))
+            found = self._current[key] = is_subset(
+                pod_shaping(desired.obj, scaled=scaled), pod_shaping(live, scaled=scaled)
+            )
             _bound(self._current, self._size)
         return found
 
@@ -236,9 +290,20 @@ def decide(
     whole = full_object(live)
     annotations = metadata(whole).get("annotations") or {}
     recorded, recorded_source = annotations.get(ANNOTATION_TEMPLATE), annotations.get(ANNOTATION_TEMPLATE_INPUT)
-    seen = memo.digest(whole)
-    current = memo.current(desired, whole, schema)
-    if recorded is None or (recorded != seen and _reshaped(whole, manager=manager)):
+    seen = memo.digest(whole, scaled=scaled_paths(desired))
+    # Recorded while the roles' replicas were a scaler's (the external-replicas opt-in), which is gone: the held
+    # part is what was recorded but for those counts, which go back to the rendering (reconciler.md §7).
+    withdrawn = (
+        recorded is not None
+        and recorded != seen
+        and not scaled_paths(desired)
+        and recorded == memo.digest(whole, scaled=role_replica_paths(desired.obj))
+    )
+    current = memo.current(desired, _with_rendered_roles(desired, whole) if withdrawn else whole, schema)
+    if withdrawn and (recorded_source == source or current):
+        kept = _keeping(desired, whole, current=current, template=seen, source=source, restore_roles=True)
+        return Rendering(kept, older=not current)
+    if recorded is None or (recorded != seen and not withdrawn and _reshaped(whole, manager=manager)):
         return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)
     if recorded == seen and (recorded_source == source or current):
         return Rendering(_keeping(desired, whole, current=current, template=seen, source=source), older=not current)

@@ -54,7 +54,7 @@ from reconciler.runtime.informer import Informer, Transform
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.lean import full_object
 from reconciler.runtime.objects import metadata
-from reconciler.runtime.paths import get_path, set_path, without_paths
+from reconciler.runtime.paths import Path, get_path, in_list, set_path, without_paths
 
 Action = Literal["created", "updated", "replaced", "adopted", "unchanged"]
 REPLICAS_PATH: tuple[str, ...] = ("spec", "replicas")
@@ -88,7 +88,7 @@ def _owner_refs_present(want: Sequence[dict[str, Any]], have: Sequence[dict[str,
     return all(is_subset(ref, by_uid.get(ref.get("uid"))) for ref in want)
 
 
-def child_matches(desired: dict[str, Any], live: dict[str, Any], *, ignore: Iterable[tuple[str, ...]] = ()) -> bool:
+def child_matches(desired: dict[str, Any], live: dict[str, Any], *, ignore: Iterable[Path] = ()) -> bool:
     """Whether `live` already carries everything `desired` says (see module docstring)."""
     want = without_paths(desired, ignore)
     want_meta = dict(metadata(want))
@@ -223,7 +223,8 @@ class Desired:
 
     kind: Kind
     obj: dict[str, Any]
-    foreign_after_create: tuple[tuple[str, ...], ...] = ()
+    # A path through a list names its item by key (paths.Item), so that it holds wherever the item stands.
+    foreign_after_create: tuple[Path, ...] = ()
     # Fields the child's API refuses to change: when the live value differs, the child is deleted and created.
     immutable: tuple[tuple[str, ...], ...] = ()
 
@@ -256,11 +257,15 @@ def immutable_changed(desired: Desired, live: dict[str, Any]) -> bool:
 
 def apply_body(desired: Desired, live: dict[str, Any], *, manager: str) -> dict[str, Any]:
     """The server-side apply body for updating `live`: the desired object minus fields that are no longer
-    ours, except that a field our apply still owns carries its live value (see module docstring)."""
+    ours, except that a field our apply still owns carries its live value (see module docstring), and so does
+    a field inside a list item: a list we render is applied whole (an atomic list, such as a ModelServing's
+    roles), so an item without the field would delete it."""
     body = without_paths(desired.obj, desired.foreign_after_create)
     for path in desired.foreign_after_create:
         live_value = get_path(live, path)
-        if live_value is not None and manager_owns(live, manager=manager, path=path):
+        if live_value is None or get_path(body, path[:-1]) is None:
+            continue
+        if in_list(path) or manager_owns(live, manager=manager, path=[str(part) for part in path]):
             set_path(body, path, live_value)
     return body
 
@@ -432,7 +437,7 @@ async def _remove_foreign_fields(
     removed = tuple(_describe(finding, desired.obj, live) for finding in findings)
     if history is not None:
         history.removed(key, (signatures[f.path] for f in findings))
-    patch = removal_patch(desired.obj, findings, leave=ignore)
+    patch = removal_patch(desired.obj, findings, leave=ignore, live=live)
     stored = await client.patch(desired.kind, desired.namespace, desired.name, patch, field_manager=manager)
     cache.write_through(stored)
     if tolerated is not None:  # what the server put back is its own (see runtime/foreign.py)

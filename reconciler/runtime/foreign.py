@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from reconciler.runtime.objects import json_equal, metadata
-from reconciler.runtime.paths import Path, PathPart, get_path
+from reconciler.runtime.paths import Item, Path, PathPart, get_path, in_list, resolve, set_path, without_paths
 
 MAX_DEPTH: Final = 64
 MAX_FINDINGS: Final = 64
@@ -65,6 +65,9 @@ def readable(path: Sequence[PathPart], obj: Any = None) -> str:
             name = item.get("name") if isinstance(item, dict) else None
             text += f"[{name}]" if isinstance(name, str) and name else f"[{part}]"
             node = item
+        elif isinstance(part, Item):
+            text += f"[{part.value}]"
+            node = get_path(node, (part,))
         else:
             text += f".{part}" if text else part
             node = node.get(part) if isinstance(node, dict) else None
@@ -182,15 +185,23 @@ def find_foreign(
     desired: dict[str, Any],
     *,
     manager: str,
-    ignore: Iterable[Sequence[str]] = (),
+    ignore: Iterable[Sequence[PathPart]] = (),
     tolerated: Collection[Path] = (),
 ) -> list[ForeignField]:
     """The fields of `live.spec` another manager owns that `desired` lacks or holds with another value, minus the
     paths in `ignore` (fields that belong to someone else, e.g. an autoscaler's replicas) and `tolerated`.
 
+    An ignored field inside a list item is left out of both sides before they are compared: another manager
+    that set only that field of an atomic list (a role's replicas) owns the whole list, which is then equal to
+    ours but for what is theirs.
+
     Linear in the size of the child and its managedFields: every key is resolved through an index of its list
     (`_ListIndex`), and a value several managers own is compared once."""
-    skipped = {tuple(path) for path in ignore} | set(tolerated)
+    ignore = [tuple(path) for path in ignore]
+    skipped = {path for path in (resolve(live, path) for path in ignore) if path is not None} | set(tolerated)
+    inside = [path for path in ignore if in_list(path)]
+    if inside:
+        live, desired = without_paths(live, inside), without_paths(desired, inside)
     found: dict[Path, ForeignField] = {}
     memory = _Walk()
 
@@ -255,15 +266,27 @@ def describe_differences(want: Any, have: Any, path: Path = (), *, limit: int = 
 
 
 def removal_patch(
-    desired: dict[str, Any], findings: Iterable[ForeignField], *, leave: Iterable[Sequence[str]]
+    desired: dict[str, Any],
+    findings: Iterable[ForeignField],
+    *,
+    leave: Iterable[Sequence[PathPart]],
+    live: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A JSON merge patch that makes the child's spec, labels and annotations what we render: the whole desired
     spec (lists, which a merge patch replaces whole, carry our items without anything added to them), and null
-    for each foreign map key we do not render. `leave` are paths not ours to write (left out of the patch)."""
+    for each foreign map key we do not render. `leave` are paths not ours to write: left out of the patch, or,
+    inside a list item (the list is replaced whole), carrying their value in `live`."""
     meta = metadata(desired)
     patch: dict[str, Any] = {"metadata": {key: meta[key] for key in ("labels", "annotations") if key in meta}}
     spec = copy.deepcopy(desired.get("spec") or {})
     for path in leave:
+        if in_list(path):
+            value = get_path(live, path) if live is not None else None
+            if path[0] == "spec" and value is not None and get_path(spec, path[1:-1]) is not None:
+                set_path(spec, path[1:], value)
+            elif path[0] == "spec":
+                spec = without_paths(spec, [path[1:]])
+            continue
         if len(path) >= 2 and path[0] == "spec":
             node: Any = spec
             for part in path[1:-1]:

@@ -61,6 +61,6 @@ def field_name(path: Path) -> str:
     """`spec.roles[].name` for ('spec', 'roles', 3, 'name'): the field, whichever list item it was found in."""
     text = ""
     for step in path:
-        text += "[]" if isinstance(step, int) else (f".{step}" if text else step)
+        text += "[]" if not isinstance(step, str) else (f".{step}" if text else step)
     return text
 

@@ -19,7 +19,8 @@ duration, cost), `Optimizer.spec.interval` (runs on a schedule), and on the Serv
 `actuation`, `minReplicas`/`maxReplicas`, `scaleDownStabilization`, and a status with conditions; and what
 guards and corrects it (docs/design/inferno.md §14-§17): `saturation` thresholds on a ServiceClass or a
 Server, `Model.spec.profileCorrection`, a Server's `trend`, and the status that reports them (`saturation`,
-`performance`, `trend`).
+`performance`, `trend`); and a Server's `disaggregation`, which scales a prefill/decode ModelServing's two roles
+apart (docs/design/inferno.md §19), reported in `roles`, `ratio` and `learntRatio`.
 """
 
 from __future__ import annotations
@@ -284,6 +285,98 @@ class TrendSpec(_Wire):
         return self
 
 
+DEFAULT_MIN_RATIO: Final = 0.1
+DEFAULT_MAX_RATIO: Final = 10.0
+PREFILL: Final = "prefill"
+DECODE: Final = "decode"
+
+
+class RoleScaling(_Wire):
+    """One role of a disaggregated target, scaled through its `replicas` in the ModelServing's
+    `spec.template.roles` (docs/design/inferno.md §19)."""
+
+    name: str | None = Field(
+        default=None,
+        max_length=12,  # Kthena's role names
+        pattern=r"^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$",
+        description="the role's name in spec.template.roles of the ModelServing (default: prefill, decode)",
+    )
+    min_replicas: int | None = Field(
+        default=None,
+        alias="minReplicas",
+        ge=0,
+        le=1_000_000,
+        description="fewest replicas of the role (default 1); never below its gangPolicy.minRoleReplicas, which "
+        "Kthena's admission requires and cannot change",
+    )
+    max_replicas: int = Field(alias="maxReplicas", ge=1, le=1_000_000, description="most replicas of the role")
+
+    @model_validator(mode="after")
+    def _bounds_in_order(self) -> RoleScaling:
+        if self.min_replicas is not None and self.min_replicas > self.max_replicas:
+            raise ValueError(f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})")
+        return self
+
+    @property
+    def floor(self) -> int:
+        return 1 if self.min_replicas is None else self.min_replicas
+
+
+class DisaggregationSpec(_Wire):
+    """A Server whose target is a disaggregated (prefill/decode) ModelServing: Scale sets its two roles'
+    replicas apart, with prefill replicas per decode replica kept within [minRatio, maxRatio]
+    (docs/design/inferno.md §17, §19)."""
+
+    prefill: RoleScaling = Field(description="the prefill role: sized by its prompt-token rate (or the ratio)")
+    decode: RoleScaling = Field(description="the decode role: sized by the optimiser's decision for this Server")
+    min_ratio: float | None = Field(
+        default=None, alias="minRatio", ge=0, allow_inf_nan=False, description="prefill per decode, at least (0.1)"
+    )
+    max_ratio: float | None = Field(
+        default=None, alias="maxRatio", gt=0, allow_inf_nan=False, description="prefill per decode, at most (10)"
+    )
+    prefill_tokens_per_second: float | None = Field(
+        default=None,
+        alias="prefillTokensPerSecond",
+        gt=0,
+        allow_inf_nan=False,
+        description="prompt tokens per second one prefill replica takes; without it the prefill/decode ratio is "
+        "learnt from the prefill pods' saturation",
+    )
+
+    @property
+    def ratio_bounds(self) -> tuple[float, float]:
+        low = DEFAULT_MIN_RATIO if self.min_ratio is None else self.min_ratio
+        return low, DEFAULT_MAX_RATIO if self.max_ratio is None else self.max_ratio
+
+    @property
+    def prefill_role(self) -> str:
+        return self.prefill.name or PREFILL
+
+    @property
+    def decode_role(self) -> str:
+        return self.decode.name or DECODE
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DisaggregationSpec:
+        if self.prefill_role == self.decode_role:
+            raise ValueError(f"prefill.name and decode.name must name two roles, not both {self.prefill_role!r}")
+        low, high = self.ratio_bounds
+        if low > high:
+            raise ValueError(f"minRatio ({low:g}) must not exceed maxRatio ({high:g})")
+        if self.prefill.floor > high * self.decode.max_replicas:
+            raise ValueError(
+                f"prefill.minReplicas ({self.prefill.floor}) over decode.maxReplicas ({self.decode.max_replicas}) "
+                f"exceeds maxRatio ({high:g}): no replica counts keep the ratio"
+            )
+        if self.prefill.max_replicas < low * self.decode.floor:
+            raise ValueError(
+                f"prefill.maxReplicas ({self.prefill.max_replicas}) over decode.minReplicas ({self.decode.floor}) "
+                f"is below minRatio ({low:g}): no replica counts keep the ratio"
+            )
+        return self
+
+
 class ServerSpec(_Wire):
     name: NonEmptyName = Field(description="server name; the key of the optimizer's solution")
     class_name: NonEmptyName = Field(alias="class", description="service class name")
@@ -328,9 +421,18 @@ class ServerSpec(_Wire):
         default=None, description="saturation thresholds for this Server (default: its ServiceClass's)"
     )
     trend: TrendSpec | None = Field(default=None, description="size for the rising arrival rate ahead (off)")
+    disaggregation: DisaggregationSpec | None = Field(
+        default=None,
+        description="the target is a disaggregated ModelServing: Scale sets its prefill and decode roles' replicas "
+        "apart, within a ratio, instead of its /scale",
+    )
 
     @model_validator(mode="after")
     def _bounds_in_order(self) -> ServerSpec:
+        if self.disaggregation is not None and (self.target_ref is None or self.target_ref.kind != "ModelServing"):
+            raise ValueError(
+                "disaggregation needs targetRef naming the ModelServing whose prefill and decode roles it scales"
+            )
         if self.min_replicas is not None and self.max_replicas is not None and self.min_replicas > self.max_replicas:
             raise ValueError(f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})")
         if self.scale_down_stabilization is not None and parse_duration(self.scale_down_stabilization) < 0:
@@ -376,6 +478,22 @@ class TrendStatus(_Wire):
     error: float | None = Field(default=None, description="weighted mean absolute percentage error, one step")
 
 
+class RoleStatus(_Wire):
+    """One role of a disaggregated target after the last run."""
+
+    name: str = Field(description="the role's name in the ModelServing")
+    side: Literal["prefill", "decode"]
+    replicas: int = Field(ge=0, description="the role's replicas after the last run")
+    need: int = Field(ge=0, description="what the role's own load asked for, before the guardrail, ratio and bounds")
+    kv_cache_usage: float | None = Field(default=None, alias="kvCacheUsage", description="mean over its pods, 0..1")
+    waiting: float | None = Field(default=None, description="requests waiting, its pods")
+    running: float | None = Field(default=None, description="requests running, its pods")
+    pressure: float | None = Field(default=None, description="the larger signal over its threshold; 1 = saturated")
+    prompt_tokens_per_second: float | None = Field(
+        default=None, alias="promptTokensPerSecond", description="prefill: prompt tokens per second, measured"
+    )
+
+
 class ServerStatus(ActiveStatus):
     conditions: list[Condition] | None = Field(
         default=None,
@@ -387,6 +505,15 @@ class ServerStatus(ActiveStatus):
     saturation: SaturationStatus | None = None
     performance: PerformanceStatus | None = None
     trend: TrendStatus | None = None
+    roles: list[RoleStatus] | None = Field(default=None, description="a disaggregated target's roles")
+    ratio: float | None = Field(
+        default=None, description="a disaggregated target: prefill replicas per decode replica after the last run"
+    )
+    learnt_ratio: float | None = Field(
+        default=None,
+        alias="learntRatio",
+        description="without prefillTokensPerSecond: the prefill/decode ratio learnt from the prefill pods' pressure",
+    )
 
 
 class Server(_Wire):

@@ -48,6 +48,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                 "timeout": 2.5,
                 "window": "5m",
                 "arrivalQuery": 'sum(rate(vllm:request_success_total{namespace="$namespace"}[$window])) * 60',
+                "signalQueries": {"kvCache": 'avg(vllm:kv_cache_usage_perc{namespace="$namespace",role="$role"})'},
                 "bearerTokenSecret": {"name": "inferno-prometheus", "key": "token"},
                 "caSecret": {"name": "prometheus-ca", "key": "ca.crt"},
             },

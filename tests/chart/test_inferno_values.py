@@ -46,6 +46,7 @@ def test_every_prometheus_flag_has_a_value(rendered_scenarios: dict[str, Rendere
         "--prometheus-timeout": str(prometheus["timeout"]),
         "--prometheus-window": prometheus["window"],
         "--prometheus-arrival-query": prometheus["arrivalQuery"],
+        "--prometheus-kv-cache-query": prometheus["signalQueries"]["kvCache"],
         "--prometheus-bearer-token-file": "/var/run/secrets/modelbooster/prometheus-token/token",
         "--prometheus-ca-file": "/var/run/secrets/modelbooster/prometheus-ca/ca.crt",
         "--inferno-namespaces": "serving,research",
@@ -56,16 +57,19 @@ def test_every_prometheus_flag_has_a_value(rendered_scenarios: dict[str, Rendere
         "--inferno-min-stabilization": "3m",
     }
     assert {flag: flag_value(args, flag) for flag in expected} == expected
-    assert flag_value(args, "--prometheus-length-query") is None  # empty: the built-in query
+    built_in = {"--prometheus-length-query", "--prometheus-waiting-query", "--prometheus-running-query",
+                "--prometheus-itl-query", "--prometheus-ttft-query", "--prometheus-prompt-tokens-query"}  # fmt: skip
+    assert {flag: flag_value(args, flag) for flag in built_in} == dict.fromkeys(built_in)  # empty: built-in
     parsed = build_parser().parse_args(args)
     assert parsed.prometheus_arrival_query == prometheus["arrivalQuery"]  # `$` and braces arrive intact
+    assert parsed.prometheus_kv_cache_query == prometheus["signalQueries"]["kvCache"]
     # Every --prometheus-* flag of the reconciler is one the chart can set.
     inferno_flags = argparse.ArgumentParser()
     add_inferno_arguments(inferno_flags, environ={})
     flags = {option for action in inferno_flags._actions for option in action.option_strings}
     assert {flag for flag in flags if flag.startswith("--prometheus-")} == {
         flag for flag in expected if flag.startswith("--prometheus-")
-    } | {"--prometheus-length-query"}
+    } | built_in
 
 
 def test_the_token_and_the_ca_are_mounted_from_secrets_where_the_flags_point(

@@ -18,7 +18,7 @@ from typing import Any, Final
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.harness import FULLNAME, raw_request, wait_for
+from tests.e2e.harness import FULLNAME, raw_exchange, raw_request, wait_for
 from tests.e2e.user import (
     AUTOSCALING_BINDINGS,
     CHILD_KINDS,
@@ -280,3 +280,63 @@ def test_a_kthena_v04_object_converges_with_its_policy_and_binding(
     assert scaling["target"]["targetRef"] == {"kind": "ModelServing", "name": "scaled-gpu"}
     assert "backends" not in initialized["spec"]
     assert "costExpansionRatePercent" not in initialized["spec"]
+
+
+def _roles(session: RealSession, namespace: str, name: str) -> dict[str, int]:
+    serving = get_object(session, MODEL_SERVINGS, namespace, name) or {}
+    return {role["name"]: role["replicas"] for role in serving["spec"]["template"]["roles"]}
+
+
+def _scale_role(session: RealSession, namespace: str, serving: str, role: str, replicas: int) -> None:
+    """What Inferno sends: a JSON patch, tested against the role's name and replicas, under its own manager."""
+    live = get_object(session, MODEL_SERVINGS, namespace, serving) or {}
+    index = [r["name"] for r in live["spec"]["template"]["roles"]].index(role)
+    at = f"/spec/template/roles/{index}"
+    patch = [{"op": "test", "path": f"{at}/name", "value": role},
+             {"op": "replace", "path": f"{at}/replicas", "value": replicas}]  # fmt: skip
+    path = (f"/apis/{MODEL_SERVINGS[0]}/v1alpha1/namespaces/{namespace}/{MODEL_SERVINGS[1]}/{serving}"
+            "?fieldManager=modelbooster-inferno")  # fmt: skip
+    raw_exchange(session.user, "PATCH", path, body=patch, content_type="application/json-patch+json")
+
+
+def test_role_replicas_set_from_outside_stay_with_the_opt_in_and_are_restored_without(
+    reconcile: Any, real_namespace: str, real_user: RealSession
+) -> None:
+    """docs/design/reconciler.md §16 on a real server: another manager's JSON patch of a role's replicas makes it
+    the owner of the whole (atomic) roles list; with the external-replicas opt-in the reconciler's applies and
+    foreign-field check leave that value, and no write follows; without it the rendered value comes back."""
+    scaled = renamed(load_example("pd-disaggregation-nixl.yaml"), "scaled", real_namespace)
+    scaled["metadata"]["annotations"] = {"modelbooster.io/external-replicas": "true"}
+    fixed = renamed(load_example("pd-disaggregation-nixl.yaml"), "fixed", real_namespace)
+    for booster in (scaled, fixed):
+        create_booster(real_user, booster)
+    reconciler = reconcile()
+    for name in ("scaled", "fixed"):
+        wait_condition(real_user, real_namespace, name, "Initialized", "True", timeout=TIMEOUT)
+    assert _roles(real_user, real_namespace, "scaled-pd") == {"prefill": 2, "decode": 1}  # the workers' replicas
+    before = get_object(real_user, MODEL_SERVINGS, real_namespace, "scaled-pd") or {}
+
+    _scale_role(real_user, real_namespace, "scaled-pd", "prefill", 4)
+    _scale_role(real_user, real_namespace, "scaled-pd", "decode", 3)
+    _scale_role(real_user, real_namespace, "fixed-pd", "decode", 3)
+    for name in ("scaled", "fixed"):  # every child of both is reconciled again
+        custom(real_user).patch_namespaced_custom_object(
+            "workload.serving.volcano.sh", "v1alpha1", real_namespace, "modelboosters", name,
+            {"metadata": {"labels": {"team": "ml"}}},
+        )  # fmt: skip
+    wait_for(lambda: _roles(real_user, real_namespace, "fixed-pd") == {"prefill": 2, "decode": 1}, timeout=TIMEOUT,
+             what="the role replicas of the ModelBooster without the opt-in to be restored")  # fmt: skip
+
+    def quiet_for_a_second() -> bool:
+        written = writes(reconciler)
+        time.sleep(1.0)
+        return writes(reconciler) == written
+
+    wait_for(quiet_for_a_second, timeout=TIMEOUT, what="the reconciler to stop writing")
+    after = get_object(real_user, MODEL_SERVINGS, real_namespace, "scaled-pd") or {}
+    assert _roles(real_user, real_namespace, "scaled-pd") == {"prefill": 4, "decode": 3}
+    # No rollout: only the two role writes moved the spec, and the recorded template digest is the same.
+    assert after["metadata"]["generation"] == before["metadata"]["generation"] + 2
+    template = "modelbooster.io/template"
+    assert after["metadata"]["annotations"][template] == before["metadata"]["annotations"][template]
+    real_user.check_processes()

@@ -210,10 +210,15 @@ KEDA ScaledObjects (docs/design/inferno.md §14).
   verbs: ["patch"]
 # Scale actuation's targets: a ModelBooster's ModelServing (read with the ModelBooster that controls it, whose
 # annotations consent and whose backend bounds it), a Deployment, StatefulSet or ReplicaSet, and the kinds of
-# inferno.extraTargetKinds; AutoscalingPolicyBindings name ModelServings that Kthena's autoscaler drives.
+# inferno.extraTargetKinds; AutoscalingPolicyBindings name ModelServings that Kthena's autoscaler drives. A
+# disaggregated ModelServing's prefill and decode roles are scaled by a JSON patch of their replicas (the roles
+# have no /scale of their own), so ModelServings are patched too.
 - apiGroups: ["workload.serving.volcano.sh"]
-  resources: ["modelboosters", "modelservings"]
+  resources: ["modelboosters"]
   verbs: ["get"]
+- apiGroups: ["workload.serving.volcano.sh"]
+  resources: ["modelservings"]
+  verbs: ["get", "patch"]
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelservings/scale"]
   verbs: ["get", "patch"]

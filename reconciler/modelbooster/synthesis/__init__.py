@@ -3,7 +3,11 @@
 Pure and deterministic (no I/O), so `modelbooster render` prints exactly what the reconciler would apply.
 """
 
-from reconciler.modelbooster.synthesis.autoscaling import autoscaled_backends, is_autoscaled
+from reconciler.modelbooster.synthesis.autoscaling import (
+    autoscaled_backends,
+    is_autoscaled,
+    role_scaled_backends,
+)
 from reconciler.modelbooster.synthesis.errors import SynthesisError
 from reconciler.modelbooster.synthesis.labels import revision_digest
 from reconciler.modelbooster.synthesis.settings import (
@@ -21,5 +25,6 @@ __all__ = [
     "autoscaled_backends",
     "is_autoscaled",
     "revision_digest",
+    "role_scaled_backends",
     "synthesize",
 ]

@@ -108,3 +108,13 @@ def backend_level(plan: BackendPlan, *, generation: Generation = DEFAULT_GENERAT
     desired = DesiredAutoscaling(policy_name=plan.resource_name, policy=policy.to_wire(), targets=[_scaled(plan)])
     return _children(plan.owner, name=plan.resource_name, backend=plan.backend.name, desired=desired,
                      generation=generation)  # fmt: skip
+
+
+def role_scaled_backends(booster: ModelBooster) -> frozenset[str]:
+    """The disaggregated backends whose roles' replicas are set from outside (the external-replicas opt-in:
+    Inferno scales prefill and decode apart, docs/design/inferno.md §19): the reconciler creates each role at
+    its worker's replicas and never writes them again."""
+    if not replicas_set_externally(booster.metadata.annotations):
+        return frozenset()
+    return frozenset(backend.name for backend in booster.spec.backends if backend.type == "vLLMDisaggregated")
+

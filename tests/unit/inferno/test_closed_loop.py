@@ -17,6 +17,7 @@ from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, LoadQueries, LoadQuer
 from reconciler.inferno.prometheus import PrometheusSettings, PrometheusSettingsError, QueryFailure, parse_number
 from reconciler.inferno.rivals import _binding
 from reconciler.inferno.settings import InfernoSettingsError, add_inferno_arguments, inferno_settings_from_args
+from reconciler.inferno.signals import SignalQueries, SignalQueryError
 from reconciler.inferno.stabilizer import Stabilizer
 from reconciler.inferno.targets import Bounds
 from shared.api import inferno as api
@@ -306,3 +307,24 @@ def test_the_token_flag_does_not_suggest_the_reconcilers_own_token() -> None:
     (action,) = [a for a in parser._actions if "--prometheus-bearer-token-file" in a.option_strings]
     assert "serviceaccount/token" not in (action.help or "")
     assert "never the reconciler's ServiceAccount token" in (action.help or "")
+
+
+@pytest.mark.parametrize(
+    ("field", "flag"),
+    [("kv_cache", "--prometheus-kv-cache-query"), ("prompt_tokens", "--prometheus-prompt-tokens-query")],
+)
+def test_a_bad_signal_template_is_refused_naming_its_flag(field: str, flag: str) -> None:
+    with pytest.raises(SignalQueryError, match=re.escape(f"{flag}: unknown variable(s) pod; known: ")):
+        SignalQueries(**{field: 'avg(x{pod="$pod"})'})
+
+
+def test_the_signal_query_flags_reach_the_settings() -> None:
+    parser = argparse.ArgumentParser()
+    add_inferno_arguments(parser, environ={})
+    query = 'avg(my_kv{namespace="$namespace",role="$role"})'
+    settings = inferno_settings_from_args(parser.parse_args([f"--prometheus-kv-cache-query={query}"]), environ={})
+    assert settings.signal_queries is not None
+    assert settings.signal_queries.kv_cache == query
+    assert settings.signal_queries.for_role().kv_cache == query  # the user's query is theirs to narrow
+    with pytest.raises(InfernoSettingsError, match=re.escape("--prometheus-waiting-query: not a valid template")):
+        inferno_settings_from_args(parser.parse_args(["--prometheus-waiting-query=x $"]), environ={})

@@ -28,17 +28,39 @@ DOC = ROOT / "docs" / "inferno.md"
 EXAMPLES = ROOT / "examples" / "inferno"
 
 
-def _section() -> str:
+def _section(start: str = "## Closing the loop", end: str = "## When the model is wrong") -> str:
     text = DOC.read_text()
-    return text[text.index("## Closing the loop") :]
+    return text[text.index(start) : text.index(end)]
 
 
-def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", _section(), flags=re.DOTALL)
+def _blocks(language: str, section: str | None = None) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section or _section(), flags=re.DOTALL)
 
 
 def _documents() -> list[dict[str, Any]]:
     return [doc for block in _blocks("yaml") for doc in yaml.safe_load_all(block) if doc]
+
+
+def test_the_prefill_decode_example_targets_the_example_backend_with_its_consent() -> None:
+    text = DOC.read_text()
+    section = text[text.index("## Prefill and decode, scaled apart") :]
+    snippets = [yaml.safe_load(block) for block in _blocks("yaml", section)]
+    (server,) = [doc for doc in snippets if doc.get("kind") == "Server"]
+    parsed = parse_inferno_object(server)
+    assert isinstance(parsed, api.Server)
+    assert parsed.spec.disaggregation is not None
+    assert parsed.spec.actuation == api.ACTUATION_SCALE
+    booster = yaml.safe_load((ROOT / "examples" / "pd-disaggregation-nixl.yaml").read_text())
+    (metadata,) = [doc["metadata"] for doc in snippets if "kind" not in doc and "metadata" in doc]
+    assert metadata["name"] == booster["metadata"]["name"]
+    booster["metadata"]["annotations"] = metadata["annotations"]
+    assert validate_modelbooster(booster) == []
+    assert servers_named(metadata["annotations"]) == {server["metadata"]["name"]}
+    (backend,) = booster["spec"]["backends"]
+    assert parsed.spec.target_ref is not None
+    assert parsed.spec.target_ref.name == f"{booster['metadata']['name']}-{backend['name']}"
+    floor = {worker["type"]: worker["replicas"] for worker in backend["workers"]}
+    assert f"never below its minRoleReplicas ({floor['prefill']} here)" in section
 
 
 def _of_kind(kind: str) -> list[dict[str, Any]]:
