@@ -313,6 +313,19 @@ class Load:
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             return 0, f"{type(error).__name__}: {error}", []
 
+    def _record_answer(
+        self, kind: Kind, *, name: str, sent: float, stored: bool, answer: tuple[int, str, list[str]]
+    ) -> None:
+        """A stored write was admitted when the webhooks' warning came back with it, else it passed unchecked (no
+        webhook was called); a write not stored failed."""
+        status, text, warnings = answer
+        if not stored:
+            self._record(kind, name=name, sent=sent, outcome="failed", status=status, message=_message(text))
+        elif _warned(warnings):
+            self._record(kind, name=name, sent=sent, outcome="admitted", status=status)
+        else:
+            self._record(kind, name=name, sent=sent, outcome="unchecked", status=status, message="no webhook warning")
+
     def _record(
         self, kind: Kind, *, name: str, sent: float, outcome: Outcome, status: int = 0, message: str = ""
     ) -> None:
@@ -330,17 +343,7 @@ class Load:
         )
         if status == 201:
             self._state.created.append(name)
-            outcome: Outcome = "admitted" if _warned(warnings) else "unchecked"
-            self._record(
-                "create",
-                name=name,
-                sent=sent,
-                outcome=outcome,
-                status=status,
-                message="" if outcome == "admitted" else "no webhook warning",
-            )
-        else:
-            self._record("create", name=name, sent=sent, outcome="failed", status=status, message=_message(text))
+        self._record_answer("create", name=name, sent=sent, stored=status == 201, answer=(status, text, warnings))
 
     async def _update(self, session: aiohttp.ClientSession, name: str, number: int) -> None:
         patch = [
@@ -350,18 +353,7 @@ class Load:
         sent = time.monotonic()
         content_type = "application/json-patch+json"
         status, text, warnings = await self._send(session, "PATCH", self._path(name), patch, content_type)
-        if status == 200:
-            outcome: Outcome = "admitted" if _warned(warnings) else "unchecked"
-            self._record(
-                "update",
-                name=name,
-                sent=sent,
-                outcome=outcome,
-                status=status,
-                message="" if outcome == "admitted" else "no webhook warning",
-            )
-        else:
-            self._record("update", name=name, sent=sent, outcome="failed", status=status, message=_message(text))
+        self._record_answer("update", name=name, sent=sent, stored=status == 200, answer=(status, text, warnings))
 
     async def _probe(self, session: aiohttp.ClientSession, number: int) -> None:
         name = f"probe-{number:06d}"
