@@ -12,6 +12,9 @@
 - With an `owner` (an ownerReference, the controller's Deployment), the Lease is written owned by it, so the
   garbage collector deletes the Lease with the Deployment: after `helm uninstall` no Lease of a dead holder is
   left for a reinstall to wait out (the uninstall deletes the RBAC that would let the leader release it).
+  A Lease found missing is created again only while that Deployment exists: a leader of an uninstalled
+  release, still in its shutdown delay, would otherwise write back the Lease the garbage collector just
+  removed, and a reinstalled release's candidate would wait for it to be collected again.
 
 `run(lead)` calls `lead()` each time leadership is acquired and cancels it when leadership is lost.
 """
@@ -29,8 +32,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.runtime.client import ApiError, KubeClient
-from reconciler.runtime.kinds import LEASE
+from reconciler.runtime.kinds import DEPLOYMENT, LEASE
 from reconciler.runtime.metrics import Metrics
+from reconciler.runtime.objects import meta_text
 
 logger = logging.getLogger(__name__)
 
@@ -191,6 +195,12 @@ class LeaderElector:
         return True
 
     async def _create(self, now: datetime) -> bool:
+        if not await self._owner_exists():
+            logger.info(
+                "not creating lease %s/%s: Deployment %s, which would own it, is gone (its release was uninstalled)",
+                self.namespace, self.name, (self.owner or {}).get("name"),
+            )  # fmt: skip
+            return False
         body = {
             "apiVersion": LEASE.api_version,
             "kind": LEASE.kind,
@@ -211,6 +221,17 @@ class LeaderElector:
             return False
         self._observe_own_write()
         return True
+
+    async def _owner_exists(self) -> bool:
+        """False only when the owning Deployment is known to be gone (not found, or another of the same name);
+        any other answer leaves the decision to the create, as without an owner."""
+        if self.owner is None or self.owner.get("kind") != DEPLOYMENT.kind:
+            return True
+        try:
+            deployment = await self.client.get(DEPLOYMENT, self.namespace, str(self.owner.get("name")))
+        except ApiError as error:
+            return not error.not_found
+        return meta_text(deployment, "uid") == self.owner.get("uid")
 
     def _owned(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """`metadata` with our owner among its ownerReferences (a Lease written before had none)."""

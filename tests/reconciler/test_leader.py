@@ -33,6 +33,10 @@ def _deployment(name: str) -> dict[str, Any]:
     }
 
 
+def lease_creates(reconciler: RunningReconciler) -> list[Any]:
+    return [e for e in reconciler.writes() if e.resource == "leases" and e.verb == "create"]
+
+
 def non_lease_writes(reconciler: RunningReconciler) -> list[Any]:
     return [e for e in reconciler.writes() if e.resource != "leases"]
 
@@ -196,6 +200,29 @@ async def test_the_lease_is_owned_by_the_deployment_and_goes_with_it(
     await first.kill()  # as after `helm uninstall`: nobody releases the Lease
     await cluster.client.delete(DEPLOYMENT, "default", "mb-reconciler")
     await eventually(lambda: not lease(cluster), message="the garbage collector deletes the Lease")
+
+
+async def test_a_leader_of_an_uninstalled_release_does_not_write_back_its_lease(
+    cluster: Cluster, start_reconciler: Start
+) -> None:
+    # `helm uninstall` then at once `helm install`: the old leader is still in its shutdown delay when the garbage
+    # collector deletes its Lease with its Deployment, and the reinstalled Deployment has the same name.
+    await cluster.client.create(DEPLOYMENT, _deployment("mb-reconciler"))
+    first = await start_reconciler("first", leader_elect=True, lease_owner_deployment="mb-reconciler", shutdown_delay=5)
+    await eventually(lambda: holder(cluster) == "first")
+    first._stop.set()  # SIGTERM: keeps leading for its shutdown delay
+    await cluster.client.delete(DEPLOYMENT, "default", "mb-reconciler")
+    await eventually(lambda: not lease(cluster), message="the garbage collector deletes the Lease")
+    creates_before = len(lease_creates(first))
+    await quiet(0.6)  # three of the old leader's renewals
+    assert len(lease_creates(first)) == creates_before, "the old leader wrote its Lease back"
+    assert not lease(cluster)
+    reinstalled = await cluster.client.create(DEPLOYMENT, _deployment("mb-reconciler"))
+    await start_reconciler("second", leader_elect=True, lease_owner_deployment="mb-reconciler")
+    await eventually(lambda: holder(cluster) == "second", within=1.0, message="the reinstalled candidate leads")
+    assert [ref["uid"] for ref in lease(cluster)["metadata"]["ownerReferences"]] == [reinstalled["metadata"]["uid"]]
+    await first.stop()
+    assert holder(cluster) == "second"
 
 
 async def test_a_lease_written_before_gets_the_owner_when_taken(cluster: Cluster, start_reconciler: Start) -> None:
