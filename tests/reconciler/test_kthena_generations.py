@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from reconciler.modelbooster.kinds import AUTOSCALING_POLICY, AUTOSCALING_POLICY_BINDING, MODEL_SERVING
+from reconciler.modelbooster.kinds import (
+    AUTOSCALING_POLICY,
+    AUTOSCALING_POLICY_BINDING,
+    MODEL_BOOSTER,
+    MODEL_SERVING,
+)
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.discovery import CRD
 from tests.fakeapi.server import FakeApiServer
@@ -27,7 +32,8 @@ from tests.reconciler.harness import (
     eventually,
     quiet,
 )
-from tests.reconciler.kthena_crds import binding_crd, child_crds, model_booster_crd
+from tests.reconciler.kthena_crds import GENERATIONS, binding_crd, child_crds, model_booster_crd
+from tests.reconciler.test_role_replicas import converged, pd_booster, roles, scale_role
 
 METRIC = "kthena:num_requests_waiting"
 POLICY = {"metrics": [{"metricName": METRIC, "targetValue": 10}]}
@@ -402,3 +408,21 @@ async def test_drift_is_corrected_and_stale_autoscaling_pruned_in_a_foreign_shap
     if generation != "v1.0":
         assert cluster.names(AUTOSCALING_POLICY_BINDING) == []
     await _converged(cluster, "scaled")
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_role_replicas_scaled_from_outside_stay_in_every_generations_serving(
+    generation: str, bare: FakeApiServer, cluster: Cluster, start: Callable[[], Awaitable[RunningReconciler]]
+) -> None:
+    # Kthena's ModelServing shapes keep `spec.template.roles` a plain (atomic) list: the scaler's role replicas
+    # must survive the reconciler's apply there too (docs/design/inferno.md §19).
+    _install(bare, child_crds(generation))
+    reconciler = await start()
+    cluster.create_booster(pd_booster(opt_in=True))
+    await converged(cluster, reconciler)
+    assert roles(cluster) == {"prefill": 1, "decode": 1}
+    await scale_role(cluster, "prefill", 3)
+    await cluster.patch(MODEL_BOOSTER, "m", {"metadata": {"labels": {"team": "ml"}}})
+    await converged(cluster, reconciler)
+    assert roles(cluster) == {"prefill": 3, "decode": 1}
+    assert cluster.condition("m", "Failed") == "False"
