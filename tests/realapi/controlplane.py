@@ -1,9 +1,9 @@
 """A real Kubernetes control plane for tests: etcd + kube-apiserver (+ kube-controller-manager on request) from
 `KUBEBUILDER_ASSETS`, on free loopback ports, with certificates made by our own `certs` package.
 
-The binaries and the flags that work are described in `../shared/envtest/README.md`; the facts this server shows
-are in the design contract's TESTING.md. Everything runs as child processes in their own sessions, logs in a
-temporary folder, and `ControlPlane.stop()` takes it all down (SIGTERM, then SIGKILL) and removes the folder.
+The binaries are the ones `KUBEBUILDER_ASSETS` names (CI sets it from the envtest kit kept beside the checkout).
+Everything runs as child processes in their own sessions, logs in a temporary folder, and `ControlPlane.stop()`
+takes it all down (SIGTERM, then SIGKILL) and removes the folder.
 """
 
 from __future__ import annotations

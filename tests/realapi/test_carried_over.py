@@ -2,9 +2,9 @@
 fields without refusing them), then our CRD installed: what kube-apiserver v1.36 still lets a user do to them.
 
 CRD validation runs on every write, and ratcheting does not spare a backend holding a free-form `behavior`
-(TESTING.md), so our rules say themselves that a value the stored object already had is not refused: transition
-rules with `optionalOldSelf` (docs/design/api.md §3). Relabels and status writes of such objects pass, without
-warnings; giving a backend an unsupported field it did not have is refused.
+(seen on kube-apiserver v1.36), so our rules say themselves that a value the stored object already had is not
+refused: transition rules with `optionalOldSelf` (docs/design/api.md §3). Relabels and status writes of such
+objects pass, without warnings; giving a backend an unsupported field it did not have is refused.
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ def test_foreground_deletion_through_the_webhook_completes(
     real_api_gc: RealCluster, real_webhook: Registration, real_user: RealSession, tmp_path: Path
 ) -> None:
     """The garbage collector's own UPDATE (removing `foregroundDeletion`) goes through our webhooks and CRD
-    validation (TESTING.md): it must be admitted, or the object stays terminating."""
+    validation (so kube-apiserver v1.36 does): it must be admitted, or the object stays terminating."""
     namespace = real_webhook.namespace
     booster = renamed(load_example("single-vllm-cpu.yaml"), "foreground", namespace)
     create_booster(real_user, booster)
