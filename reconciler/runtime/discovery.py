@@ -28,7 +28,7 @@ This module knows no API of ours: callers say which groups and kinds matter.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -229,6 +229,3 @@ class CrdDiscovery:
                 handler(old, new)
             except Exception:
                 logger.exception("served resources: change handler failed")
-
-    def kinds_served(self, kinds: Iterable[Kind]) -> list[Kind]:
-        return [kind for kind in kinds if self.served(kind) is not None]
