@@ -166,6 +166,7 @@ class CrdDiscovery:
         self._crds: dict[str, ServedCrd] = {}
         self._handlers: list[ChangeHandler] = []
         self._synced_callbacks: list[Callable[[], None]] = []
+        self._followed: set[Kind] = set()
         self.informer.add_handler(self._on_event)
         manager.add_background(self._announce_synced)
 
@@ -201,6 +202,14 @@ class CrdDiscovery:
                 callback()
             except Exception:
                 logger.exception("served resources: synced callback failed")
+
+    def follow(self, kinds: Collection[Kind]) -> None:
+        """Note `kinds` as watched while their CRD is served, so that they count as in use when not served."""
+        self._followed.update(kinds)
+
+    @property
+    def followed(self) -> frozenset[Kind]:
+        return frozenset(self._followed)
 
     def subscribe(self, handler: ChangeHandler) -> None:
         """Call `handler(old, new)` after each change of a CRD (see module docstring)."""

@@ -14,33 +14,24 @@ judged by the digest annotation it carries (shared/crd_digest.py) and:
 
 It is a warning, not an outage: readiness does not depend on it, and reconciling goes on with what the
 served schema allows (the ModelBooster controller reports the fields a served schema would prune).
-The child kinds are judged only when the chart installs them (`--check-child-crds`, off when Kthena provides
-its own child CRDs, which carry no digest of ours), Inferno's only while the Inferno controller runs.
+Judged are the CRDs of the kinds the process's peers watch (Inferno's only while the Inferno controller
+runs), the child kinds only when the chart installs them (`--check-child-crds`, off when Kthena provides its
+own child CRDs, which carry no digest of ours).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from reconciler.crdcheck.kinds import CRD
 from reconciler.crdcheck.metrics import CrdCheckMetrics
-from reconciler.crdcheck.settings import CrdCheckSettings, add_crd_check_arguments, crd_check_settings_from_args
-from reconciler.peer import Context, Peer
 from reconciler.runtime.discovery import CrdDiscovery, ServedCrd
 from reconciler.runtime.events import EventRecorder
-from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import metadata
-from shared.crd_digest import (
-    CrdJudgement,
-    judge,
-    outdated_message,
-    recorded_chart_directories,
-    recorded_digests,
-)
+from shared.crd_digest import CrdJudgement, judge, outdated_message, recorded_chart_directories
 
 logger = logging.getLogger(__name__)
 
@@ -54,13 +45,14 @@ class CrdCheck:
         self,
         served: CrdDiscovery,
         *,
-        expected: Mapping[str, str],
+        expected: Callable[[], Mapping[str, str]],
         metrics: CrdCheckMetrics,
         recorder: EventRecorder,
         version: str,
     ) -> None:
         self.served = served
-        self.expected = dict(expected)
+        self._expected = expected
+        self.expected: dict[str, str] = {}
         self.recorder = recorder
         self.version = version
         self.metrics = metrics
@@ -71,8 +63,10 @@ class CrdCheck:
         served.subscribe(self._on_change)
 
     async def run(self) -> None:
-        """Judge every CRD once the CRD watch has listed; later changes arrive through the subscription."""
+        """Judge every CRD once the CRD watch has listed; later changes arrive through the subscription. Which
+        CRDs count is asked now, when every peer has registered what it watches."""
         await self.served.wait_synced()
+        self.expected = dict(self._expected())
         self._started = True
         for name in self.expected:
             self._judge(name)
@@ -113,43 +107,3 @@ class CrdCheck:
         self._tasks.add(task)  # keep a reference until done (the loop holds tasks weakly)
         task.add_done_callback(self._tasks.discard)
 
-
-def register_crd_check(
-    manager: Manager,
-    served: CrdDiscovery,
-    *,
-    settings: CrdCheckSettings,
-    recorder: EventRecorder,
-    version: str,
-) -> CrdCheck:
-    """Judge our CRDs on every replica from start to shutdown (the metric is every replica's)."""
-    check = CrdCheck(
-        served,
-        expected=recorded_digests(include_children=settings.check_children, include_inferno=settings.check_inferno),
-        metrics=CrdCheckMetrics(manager.metrics.registry),
-        recorder=recorder,
-        version=version,
-    )
-    manager.add_background(check.run)
-    return check
-
-
-def register(context: Context, settings: CrdCheckSettings) -> CrdCheck:
-    """The peer's registration: the check on the process's manager, CRD watch and Event recorder."""
-    return register_crd_check(
-        context.manager, context.discovery, settings=settings, recorder=context.recorder, version=context.version
-    )
-
-
-def _add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
-    add_crd_check_arguments(parser, environ=environ)
-
-
-def _settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> CrdCheckSettings:
-    # `check_inferno` stays at its default: the process sets it from the Inferno controller's settings.
-    return crd_check_settings_from_args(args)
-
-
-PEER: Final = Peer(
-    name="crdcheck", add_arguments=_add_arguments, settings_from_args=_settings_from_args, register=register
-)
