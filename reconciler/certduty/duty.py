@@ -1,43 +1,11 @@
-"""The webhook-certificate duty: a self-signed CA, the webhook's serving certificate, and `caBundle` injection.
+"""The webhook-certificate duty, a runnable (a leader task): a self-signed CA, the webhook's serving certificate,
+and `caBundle` injection, one pass (`CertDuty.sync`) at a time.
 
-Runs on the leader only (a `Manager` leader task). Each pass (`CertDuty.sync`):
-1. reads the two Secrets and the two webhook configurations from the API (not from a cache: what it writes
-   next must rest on fresh state) — the serving Secret the webhook pods mount (`tls.crt`, `tls.key`,
-   `ca.crt`) and the CA Secret with the CA key, kept apart so the webhook pods never hold a key that could
-   sign for them;
-2. lets `certs.lifecycle.ensure_certificates` decide what to issue (a CA for ten years, renewed a year before
-   it expires; a serving certificate for `<svc>.<ns>.svc` and `.svc.cluster.local` for a year, renewed 90
-   days before) and which CAs to publish (the current one, and a replaced one until the new serving
-   certificate has been out for a day or the replaced CA expires: certs/rotation.py);
-3. writes what differs, in an order that never leaves the API server distrusting what is served:
-   `caBundle` into both webhook configurations (every entry) first, then the CA Secret, then the serving
-   Secret. A new CA is therefore trusted before a certificate it signed can reach a webhook pod, and a crash
-   between two writes leaves a state the next pass completes (the CA Secret before the serving Secret means a
-   published CA is never one whose key was lost). A configuration the chart left unarmed (no entries; the
-   wanted ones in an annotation) gets its entries, with the caBundle, only once a webhook pod has been ready
-   for the arm delay (reconciler/certduty/arming.py): it is not enforced before a pod can answer.
-Every update carries the resourceVersion it read; a 409 (someone wrote in between) or an AlreadyExists on
-create (another writer created it) restarts the pass from fresh reads.
-
-Deleting both Secrets (docs/chart.md's advice for certificate trouble) loses our record of the CAs in use
-while the webhook pods keep serving the certificate they loaded until the kubelet projects the new Secret.
-So when the serving Secret is missing or unusable, the CAs of the caBundle injected in our configurations
-are taken as candidates too (`trusted`): every certificate in it that is a CA and valid now, at most four
-(newest first), each kept only for the overlap above and never past its expiry. Expired certificates,
-end-entity certificates, other PEM blocks and garbage (not base64, not PEM; logged) are left out; none
-stops the pass.
-
-Whether a CA in that caBundle is ours cannot be told: the only record, the CA Secret, is what was deleted,
-and anything in memory is lost on exactly the leader change or restart that often comes with such trouble.
-The bundle is therefore taken as it is, and the risk is bounded rather than ruled out: it is consulted
-only while the serving Secret is gone or broken (at any other time a foreign CA is simply overwritten as
-drift), and what it contributes is dropped a day later. Someone able to write the webhook configurations
-can point them at any endpoint with any caBundle anyway, so trusting their CA for a day grants nothing new;
-what the bound prevents is a one-off edit outliving the repair by years.
-
-Between passes the duty sleeps until an informer reports a change to one of the four objects (a `helm
-upgrade` that wiped `caBundle`, a person editing it, a Secret deleted) or `check_interval` passes (expiry
-dates move on without any event). Errors are logged, counted and retried with exponential backoff.
+A pass reads the two Secrets and both webhook configurations from the API and writes what differs in an order
+that never leaves the API server distrusting what is served (docs/design/certificates.md §5); while the serving
+Secret is gone, the CAs of the injected bundle stay trusted for a bounded overlap (§6); an unarmed configuration
+gets its entries once a webhook pod has been ready for the arm delay (§7, reconciler/certduty/arming.py).
+Between passes it sleeps until one of its objects changes or `check_interval` passes.
 """
 
 from __future__ import annotations
@@ -316,7 +284,7 @@ class CertDuty:
         return state
 
     def _trusted(self, state: _State) -> list[x509.Certificate]:
-        """The certificates of the caBundle injected now, when they may matter (see the module docstring)."""
+        """The certificates of the caBundle injected now, when they may matter (docs/design/certificates.md §6)."""
         if state.bundle is not None:
             return []  # our serving Secret says what is served; the injected value is only drift to correct
         found: list[x509.Certificate] = []

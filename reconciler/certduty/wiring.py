@@ -53,9 +53,6 @@ def _cached(
 
 
 PEER: Final = Peer(
-    name="certduty",
-    default_settings=CertDutySettings,
-    add_arguments=add_cert_arguments,
-    settings_from_args=cert_settings_from_args,
-    register=register,
-)
+    name="certduty", default_settings=CertDutySettings, add_arguments=add_cert_arguments,
+    settings_from_args=cert_settings_from_args, register=register,
+)  # fmt: skip

@@ -1,22 +1,10 @@
-"""The CRD check: does the cluster serve the CRDs this version of modelbooster generates? (docs/design/upgrades.md §4)
+"""The CRD check, a runnable on every replica: does the cluster serve the CRDs this version of modelbooster
+generates? (docs/design/upgrades.md §4)
 
-Helm never upgrades a chart's CRDs, so after `helm upgrade` the cluster keeps the CRDs of the first install
-until an operator applies the new ones (docs/chart.md, "Upgrades"). An older CRD prunes fields this version
-writes and refuses objects this version accepts, and nothing else would say why. So, on every replica, once the
-CRD watch (reconciler/runtime/discovery.py) has listed and again on every change of one of our CRDs, each CRD is
-judged by the digest annotation it carries (shared/crd_digest.py) and:
-
-- `modelbooster_crd_outdated{crd}` is 1 for an outdated CRD and 0 for a current or absent one (the chart's
-  `ModelBoosterCRDOutdated` alert fires on it);
-- a CRD that becomes outdated (or is outdated at start) is logged as a Warning and gets a Warning Event
-  (`CRDOutdated`, in `default`, where Events about cluster-scoped objects live, so `kubectl describe crd`
-  shows it); one that becomes current again is logged at info.
-
-It is a warning, not an outage: readiness does not depend on it, and reconciling goes on with what the
-served schema allows (the ModelBooster controller reports the fields a served schema would prune).
-Judged are the CRDs of the kinds the process's peers watch (Inferno's only while the Inferno controller
-runs), the child kinds only when the chart installs them (`--check-child-crds`, off when Kthena provides its
-own child CRDs, which carry no digest of ours).
+Helm never upgrades a chart's CRDs, and an older CRD prunes fields this version writes and refuses objects it
+accepts with nothing else saying why. So each of our CRDs in use is judged by its digest annotation once the CRD
+watch has listed and on every change: `modelbooster_crd_outdated{crd}`, and a Warning log and Event when one
+becomes outdated. A warning, not an outage: readiness does not depend on it.
 """
 
 from __future__ import annotations

@@ -33,9 +33,6 @@ def register(context: Context, settings: CrdCheckSettings) -> CrdCheck:
 
 
 PEER: Final = Peer(
-    name="crdcheck",
-    default_settings=CrdCheckSettings,
-    add_arguments=add_crd_check_arguments,
-    settings_from_args=crd_check_settings_from_args,
-    register=register,
-)
+    name="crdcheck", default_settings=CrdCheckSettings, add_arguments=add_crd_check_arguments,
+    settings_from_args=crd_check_settings_from_args, register=register,
+)  # fmt: skip

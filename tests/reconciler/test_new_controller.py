@@ -82,12 +82,9 @@ def register(context: Context, settings: GreeterSettings) -> Greeter:
 
 
 GREETER: Final = Peer(
-    name="greeter",
-    default_settings=GreeterSettings,
-    add_arguments=add_greeter_arguments,
-    settings_from_args=greeter_settings_from_args,
-    register=register,
-)
+    name="greeter", default_settings=GreeterSettings, add_arguments=add_greeter_arguments,
+    settings_from_args=greeter_settings_from_args, register=register,
+)  # fmt: skip
 
 # --- the one line: the process's peers with the greeter ----------------------------------------------------------
 WITH_GREETER: Final = (*PEERS, GREETER)
