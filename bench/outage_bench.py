@@ -33,7 +33,6 @@ import logging
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from tests.reconciler.harness import (  # noqa: E402
     booster,
     crd_documents,
     eventually,
+    overridden,
 )
 
 CHILDREN_PER_BOOSTER = 3  # ModelServing, ModelServer, ModelRoute (no autoscaling)
@@ -82,7 +82,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             fake.register_crd(copy.deepcopy(document))
         fake.create_namespace(NS)
         # The product's retry behaviour (reconciler/main.py defaults), not the tests' fast one.
-        settings = replace(FAST, backoff_base=0.005, backoff_max=1000.0, retry_qps=10, retry_burst=100, workers=5)
+        settings = overridden(FAST, backoff_base=0.005, backoff_max=1000.0, retry_qps=10, retry_burst=100, workers=5)
         reconciler = RunningReconciler(fake, settings, "outage-bench")
         await reconciler.start()
         names = [f"m{i}" for i in range(args.boosters)]

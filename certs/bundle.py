@@ -126,6 +126,14 @@ def fingerprint(cert: x509.Certificate) -> str:
     return cert.fingerprint(hashes.SHA256()).hex()
 
 
+def describe_certificate(cert: x509.Certificate) -> str:
+    """Subject, fingerprint and expiry: enough to tell certificates apart in a log line."""
+    return (
+        f"{cert.subject.rfc4514_string() or '(no subject)'} sha256:{fingerprint(cert)[:16]} "
+        f"until {cert.not_valid_after_utc.isoformat()}"
+    )
+
+
 @dataclass(frozen=True)
 class CertBundle:
     """`ca.crt`, `tls.crt` and `tls.key` as PEM bytes, the way a mounted Secret holds them."""

@@ -20,7 +20,7 @@ serving Secret gives no usable certificate (deleted, or unreadable), the CAs the
 which our Secrets no longer describe but the injected bundle verifies; without it a reissue after deleting
 both Secrets would make every admission call fail until the kubelet catches up. Only CA certificates that
 are valid now are taken from it, at most `MAX_INHERITED_CAS`, newest first; why no stricter filter is
-possible is explained in reconciler/certduty/controller.py.
+possible is explained in docs/design/certificates.md §6.
 
 The caller must publish the bundle (inject `caBundle`) no later than it starts serving a certificate
 signed by a new CA; `certs/lifecycle.py` produces both in one step.

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final
 
 from certs.authority import KeyPair
-from certs.bundle import CertBundle, CertificateError
+from certs.bundle import CertBundle, CertificateError, is_ca, public_keys_equal
 
 TLS_CRT: Final = "tls.crt"
 TLS_KEY: Final = "tls.key"
@@ -123,19 +125,57 @@ def _decoded(secret: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, byte
 
 
 def parse_serving_secret(secret: Mapping[str, Any]) -> CertBundle:
-    """The bundle in a serving Secret; every PEM is parsed so a broken Secret fails here, by name."""
+    """The bundle in a serving Secret; every PEM is parsed so a broken Secret fails here, by name, as does a
+    key that is not the certificate's."""
     data = _decoded(secret, (TLS_CRT, TLS_KEY, CA_CRT))
     bundle = CertBundle(ca_crt=data[CA_CRT], tls_crt=data[TLS_CRT], tls_key=data[TLS_KEY])
     try:
         _ = bundle.cas, bundle.serving_chain, bundle.serving_key
     except CertificateError as error:
         raise SecretFormatError(f"{_describe(secret)}: {error}") from None
+    if not public_keys_equal(bundle.serving_cert, bundle.serving_key):
+        raise SecretFormatError(f"{_describe(secret)}: tls.key does not belong to the certificate in tls.crt")
     return bundle
 
 
 def parse_ca_secret(secret: Mapping[str, Any]) -> KeyPair:
+    """The CA in a CA Secret; SecretFormatError also when its certificate is not a CA's."""
     data = _decoded(secret, (CA_CRT, CA_KEY))
     try:
-        return KeyPair.from_pem(data[CA_CRT], data[CA_KEY], what="ca.crt")
+        ca = KeyPair.from_pem(data[CA_CRT], data[CA_KEY], what="ca.crt")
     except CertificateError as error:
         raise SecretFormatError(f"{_describe(secret)}: {error}") from None
+    if not is_ca(ca.cert):
+        raise SecretFormatError(
+            f"{_describe(secret)}: ca.crt is not a CA certificate (basicConstraints CA:TRUE missing)"
+        )
+    return ca
+
+
+def serving_expiry(secret: Mapping[str, Any] | None) -> datetime | None:
+    """When the serving certificate in `secret` expires; None when there is no such Secret or it is unusable."""
+    try:
+        return parse_serving_secret(secret).serving_not_after if secret is not None else None
+    except SecretFormatError:
+        return None
+
+
+def ca_expiry(secret: Mapping[str, Any] | None) -> datetime | None:
+    """When the CA in `secret` expires; None when there is no such Secret or it is unusable."""
+    try:
+        return parse_ca_secret(secret).cert.not_valid_after_utc if secret is not None else None
+    except SecretFormatError:
+        return None
+
+
+def merged_secret(
+    existing: Mapping[str, Any], desired: Mapping[str, Any], *, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """`existing` with the keys of `desired` and `labels` set: other keys, labels, annotations and the
+    resourceVersion are kept (an update stays conditional on what was read)."""
+    updated = copy.deepcopy(dict(existing))
+    updated["data"] = {**(existing.get("data") or {}), **desired["data"]}
+    updated.pop("stringData", None)  # write-only; never returned, but a merged copy must not resend it
+    meta = updated.setdefault("metadata", {})
+    meta["labels"] = {**labels, **(meta.get("labels") or {})}
+    return updated

@@ -1,9 +1,9 @@
-"""The reconciler process assembled: client, manager, CRD discovery, Event recorder, probes, and every
-controller package registered the same way (reconciler/peer.py).
+"""The reconciler process assembled: client, manager, CRD discovery, Event recorder, probes, and every peer
+registered the same way (reconciler/peer.py).
 
 `build(settings, client, metrics, peers=...)` wires everything without starting it (tests start it against the
 fake API server, with the ModelBooster controller alone by default); `serve(settings, stop=...)` connects to
-the cluster, registers every controller, serves the probes and metrics, and runs until `stop`.
+the cluster, registers every peer, serves the probes and metrics, and runs until `stop`.
 """
 
 from __future__ import annotations
@@ -11,27 +11,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from process.build import register_build_info, version
-from reconciler.api.kinds import OUR_GROUPS
-from reconciler.certduty.controller import PEER as CERTDUTY
-from reconciler.certduty.settings import CertDutySettings
-from reconciler.crdcheck.controller import PEER as CRDCHECK
-from reconciler.crdcheck.settings import CrdCheckSettings
+from reconciler.certduty.wiring import PEER as CERTDUTY
+from reconciler.crdcheck.wiring import PEER as CRDCHECK
 from reconciler.inferno.controller import PEER as INFERNO
-from reconciler.inferno.settings import InfernoSettings
 from reconciler.modelbooster.controller import PEER as MODELBOOSTER
-from reconciler.modelbooster.controller import ModelBoosterReconciler, Registered
-from reconciler.modelbooster.settings import ModelBoosterSettings
-from reconciler.peer import Context, Peer
+from reconciler.peer import Context, Peer, new_context
 from reconciler.runtime.client import KubeClient
-from reconciler.runtime.controller import Controller
 from reconciler.runtime.discovery import CrdDiscovery
-from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.health import make_app
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.metrics import Metrics
@@ -39,22 +31,38 @@ from reconciler.settings import ProcessSettings
 
 logger = logging.getLogger(__name__)
 
-# Every controller of the process, in the order they register (the CRD check last: it judges what the others use).
-PEERS: tuple[Peer[Any], ...] = (MODELBOOSTER, CERTDUTY, INFERNO, CRDCHECK)
+S = TypeVar("S")
+R = TypeVar("R")
+
+# Every peer of the process, in the order they register: a new controller is one more line here.
+PEERS: tuple[Peer[Any, Any], ...] = (MODELBOOSTER, CERTDUTY, INFERNO, CRDCHECK)
 
 
-@dataclass(frozen=True)
 class ReconcilerSettings:
-    """The whole process's settings: its own (the manager's) and each controller's."""
+    """The whole process's settings: its own (the manager's) and each peer's, by peer name
+    (`ReconcilerSettings(process=..., modelbooster=ModelBoosterSettings(...))`); a peer not named runs with its
+    defaults."""
 
-    process: ProcessSettings = field(default_factory=ProcessSettings)
-    modelbooster: ModelBoosterSettings = field(default_factory=ModelBoosterSettings)
-    certduty: CertDutySettings = field(default_factory=CertDutySettings)
-    inferno: InfernoSettings = field(default_factory=InfernoSettings)
-    crdcheck: CrdCheckSettings = field(default_factory=CrdCheckSettings)
+    def __init__(self, process: ProcessSettings | None = None, **peers: Any) -> None:
+        self.process = ProcessSettings() if process is None else process
+        self._peers: dict[str, Any] = dict(peers)
 
-    def of(self, peer: Peer[Any]) -> Any:
-        return getattr(self, peer.name)
+    @property
+    def named(self) -> frozenset[str]:
+        """The peers given settings of their own."""
+        return frozenset(self._peers)
+
+    def of(self, peer: Peer[S, Any]) -> S:
+        settings: S = self._peers[peer.name] if peer.name in self._peers else peer.default_settings()
+        return settings
+
+    def replace(self, process: ProcessSettings | None = None, **peers: Any) -> ReconcilerSettings:
+        """These settings with the process's and the named peers' replaced."""
+        return ReconcilerSettings(self.process if process is None else process, **{**self._peers, **peers})
+
+    def __repr__(self) -> str:
+        peers = "".join(f", {name}={settings!r}" for name, settings in self._peers.items())
+        return f"ReconcilerSettings(process={self.process!r}{peers})"
 
 
 @dataclass
@@ -62,21 +70,13 @@ class ReconcilerProcess:
     settings: ReconcilerSettings
     manager: Manager
     context: Context
-    # What each registered controller's `register` returned, by controller name.
+    # What each registered peer's `register` returned, by peer name.
     registered: dict[str, Any]
 
-    @property
-    def modelbooster(self) -> Registered:
-        registered: Registered = self.registered[MODELBOOSTER.name]
+    def registered_by(self, peer: Peer[Any, R]) -> R:
+        """What `peer`'s `register` returned (KeyError when it is not one of the process's peers)."""
+        registered: R = self.registered[peer.name]
         return registered
-
-    @property
-    def controller(self) -> Controller:
-        return self.modelbooster.controller
-
-    @property
-    def reconciler(self) -> ModelBoosterReconciler:
-        return self.modelbooster.reconciler
 
     @property
     def discovery(self) -> CrdDiscovery:
@@ -88,19 +88,15 @@ def build(
     client: KubeClient,
     metrics: Metrics,
     *,
-    peers: Sequence[Peer[Any]] = (MODELBOOSTER,),
+    peers: Sequence[Peer[Any, Any]] = (MODELBOOSTER,),
 ) -> ReconcilerProcess:
+    names = {peer.name for peer in peers}
+    if len(names) != len(peers) or not settings.named <= names:
+        raise ValueError(f"settings name peers {sorted(settings.named)}; the process has {[p.name for p in peers]}")
     process = settings.process
     manager = Manager(client, options=process.manager_options(), metrics=metrics)
     register_build_info(metrics.registry, component="reconciler")
-    context = Context(
-        manager=manager,
-        client=client,
-        settings=process,
-        discovery=CrdDiscovery(manager, groups=OUR_GROUPS),
-        recorder=EventRecorder(client, instance=process.identity, metrics=metrics),
-        version=version(),
-    )
+    context = new_context(manager, process, version=version())
     registered = {peer.name: peer.register(context, settings.of(peer)) for peer in peers}
     return ReconcilerProcess(settings, manager, context, registered)
 

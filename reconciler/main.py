@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from process.loop import process_runner
 from reconciler.assembly import PEERS, ReconcilerSettings, connect, serve
-from reconciler.inferno.settings import InfernoSettingsError
+from reconciler.peer import Peer
 from reconciler.runtime.environment import SettingsError
 from reconciler.runtime.metrics import Metrics
 from reconciler.settings import add_process_arguments, process_settings_from_args
@@ -28,19 +28,24 @@ from reconciler.settings import add_process_arguments, process_settings_from_arg
 logger = logging.getLogger(__name__)
 
 
-def add_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    environ: Mapping[str, str] | None = None,
+    peers: Sequence[Peer[Any, Any]] = PEERS,
+) -> None:
     env = os.environ if environ is None else environ
-    add_process_arguments(parser, environ=env)
-    for peer in PEERS:
+    add_process_arguments(parser, env)
+    for peer in peers:
         peer.add_arguments(parser, env)
 
 
-def settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None) -> ReconcilerSettings:
+def settings_from_args(
+    args: argparse.Namespace, *, environ: Mapping[str, str] | None = None, peers: Sequence[Peer[Any, Any]] = PEERS
+) -> ReconcilerSettings:
     env = os.environ if environ is None else environ
-    each = {peer.name: peer.settings_from_args(args, env) for peer in PEERS}
-    # Inferno's CRDs matter to the CRD check only while the Inferno controller runs.
-    each["crdcheck"] = dataclasses.replace(each["crdcheck"], check_inferno=each["inferno"].enabled)
-    return ReconcilerSettings(process=process_settings_from_args(args, environ=environ), **each)
+    each = {peer.name: peer.settings_from_args(args, env) for peer in peers}
+    return ReconcilerSettings(process_settings_from_args(args, env), **each)
 
 
 async def _serve_until_signalled(settings: ReconcilerSettings) -> None:
@@ -56,7 +61,7 @@ async def _serve_until_signalled(settings: ReconcilerSettings) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
-    except (SettingsError, InfernoSettingsError, ValueError) as error:
+    except (SettingsError, ValueError) as error:
         print(f"modelbooster reconciler: {error}", file=sys.stderr)
         return 2
     process = settings.process

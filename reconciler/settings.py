@@ -132,7 +132,7 @@ _FLAGS: Final[dict[str, Flag]] = {
 _LEADER_ELECT_DEFAULT: Final = True
 
 
-def add_process_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str]) -> None:
+def add_process_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=environ)
     add_switch(
         parser,
@@ -146,7 +146,7 @@ def add_process_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[s
     )
 
 
-def process_settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] | None) -> ProcessSettings:
+def process_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ProcessSettings:
     return ProcessSettings(
         kubeconfig=args.kubeconfig,
         namespaces=tuple(args.namespaces),

@@ -1,2 +1,3 @@
-"""The webhook-certificate duty, a peer of the process's controllers (reconciler/peer.py): its kinds (kinds.py),
-flags (settings.py), the duty, its registration and its `PEER` (controller.py), its series (metrics.py)."""
+"""The webhook-certificate duty, a peer of the process (reconciler/peer.py): a runnable, not a controller —
+its kinds (kinds.py), flags (settings.py), the duty (duty.py), its registration and `PEER` (wiring.py), its
+series (metrics.py)."""

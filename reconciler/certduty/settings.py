@@ -9,7 +9,6 @@ for a release called `modelbooster`: Service `modelbooster-webhook`, Secrets `mo
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -117,9 +116,8 @@ _FLAGS: Final[dict[str, Flag]] = {
 }
 
 
-def add_cert_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
-    """Add the duty's flags to the reconciler's parser (defaults from `environ`, os.environ by default)."""
-    env = os.environ if environ is None else environ
+def add_cert_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+    """Add the duty's flags to the reconciler's parser (their defaults from `environ`)."""
     group = parser.add_argument_group("webhook certificates (self-signed mode)")
     add_switch(
         group,
@@ -130,12 +128,12 @@ def add_cert_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str,
         "turn off when cert-manager issues them",
         prefix=ENV_PREFIX,
         parser=parser,
-        environ=env,
+        environ=environ,
     )
-    add_flags(group, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=env)
+    add_flags(group, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=environ)
 
 
-def cert_settings_from_args(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None) -> CertDutySettings:
+def cert_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> CertDutySettings:
     """The duty's settings from parsed arguments; SettingsError names a bad flag."""
     return CertDutySettings(
         enabled=args.cert_duty,

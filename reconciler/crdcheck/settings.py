@@ -7,7 +7,6 @@ Like every reconciler flag, each has an environment variable `MODELBOOSTER_RECON
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -18,11 +17,9 @@ from reconciler.settings import ENV_PREFIX
 @dataclass(frozen=True)
 class CrdCheckSettings:
     check_children: bool = True
-    # Inferno's CRDs matter only while the Inferno controller runs (the process sets this from its settings).
-    check_inferno: bool = True
 
 
-def add_crd_check_arguments(parser: argparse.ArgumentParser, *, environ: Mapping[str, str] | None = None) -> None:
+def add_crd_check_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     add_switch(
         parser,
         "--check-child-crds",
@@ -31,9 +28,10 @@ def add_crd_check_arguments(parser: argparse.ArgumentParser, *, environ: Mapping
         help="judge the five child CRDs too (off when Kthena, not this chart, installs them)",
         prefix=ENV_PREFIX,
         parser=parser,
-        environ=os.environ if environ is None else environ,
+        environ=environ,
     )
 
 
-def crd_check_settings_from_args(args: argparse.Namespace) -> CrdCheckSettings:
+def crd_check_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> CrdCheckSettings:
+    del environ  # its one flag (or its variable) is read by the parser
     return CrdCheckSettings(check_children=bool(args.check_child_crds))

@@ -600,6 +600,7 @@ def register(context: Context, settings: InfernoSettings) -> None:
 
 PEER: Final = Peer(
     name=CONTROLLER_NAME,
+    default_settings=InfernoSettings,
     add_arguments=add_inferno_arguments,
     settings_from_args=inferno_settings_from_args,
     register=register,

@@ -28,6 +28,7 @@ from reconciler.inferno.prometheus import PrometheusSettings
 from reconciler.inferno.remote import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, RemoteSettings
 from reconciler.inferno.saturation import DEFAULT_KV_CACHE_QUERY, DEFAULT_RUNNING_QUERY, DEFAULT_WAITING_QUERY
 from reconciler.inferno.signals import DEFAULT_ITL_QUERY, DEFAULT_PROMPT_QUERY, DEFAULT_TTFT_QUERY, SignalQueries
+from reconciler.runtime.environment import SettingsError
 from reconciler.settings import ENV_PREFIX
 from shared.durations import DurationError, check_duration, parse_duration
 
@@ -42,7 +43,7 @@ _GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
-class InfernoSettingsError(ValueError):
+class InfernoSettingsError(SettingsError):
     """A setting of the Inferno controller that cannot be used; the message names it."""
 
 

@@ -828,6 +828,7 @@ def register_modelbooster(context: Context, settings: ModelBoosterSettings) -> R
 
 PEER: Final = Peer(
     name=CONTROLLER_NAME,
+    default_settings=ModelBoosterSettings,
     add_arguments=add_modelbooster_arguments,
     settings_from_args=modelbooster_settings_from_args,
     register=register_modelbooster,

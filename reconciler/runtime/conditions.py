@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from reconciler.runtime.objects import json_equal
+
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 MAX_MESSAGE = 32768  # metav1.Condition.message limit
@@ -72,4 +74,4 @@ def condition_status(status: dict[str, Any] | None, condition_type: str) -> str 
 def status_differs(current: dict[str, Any] | None, desired: dict[str, Any]) -> bool:
     """Whether writing `desired` would change anything we own in the stored status."""
     current = current or {}
-    return any(current.get(field) != desired.get(field) for field in desired)
+    return any(not json_equal(current.get(field), desired.get(field)) for field in desired)

@@ -118,12 +118,6 @@ class Controller:
                 raise TypeError(f"controller {self.name}: the primary source must be an informer")
             self._primary = source
 
-    def depends_on(self, informer: Informer) -> None:
-        """An informer the reconcile reads without reacting to its events: the workers start only once it has
-        synced, like the watched sources."""
-        if informer not in self._sources:
-            self._sources.append(informer)
-
     async def wait_synced(self) -> None:
         await asyncio.gather(*(source.wait_synced() for source in self._sources))
 

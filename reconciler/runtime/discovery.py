@@ -28,7 +28,7 @@ This module knows no API of ours: callers say which groups and kinds matter.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -166,6 +166,7 @@ class CrdDiscovery:
         self._crds: dict[str, ServedCrd] = {}
         self._handlers: list[ChangeHandler] = []
         self._synced_callbacks: list[Callable[[], None]] = []
+        self._followed: set[Kind] = set()
         self.informer.add_handler(self._on_event)
         manager.add_background(self._announce_synced)
 
@@ -202,6 +203,14 @@ class CrdDiscovery:
             except Exception:
                 logger.exception("served resources: synced callback failed")
 
+    def follow(self, kinds: Collection[Kind]) -> None:
+        """Note `kinds` as watched while their CRD is served, so that they count as in use when not served."""
+        self._followed.update(kinds)
+
+    @property
+    def followed(self) -> frozenset[Kind]:
+        return frozenset(self._followed)
+
     def subscribe(self, handler: ChangeHandler) -> None:
         """Call `handler(old, new)` after each change of a CRD (see module docstring)."""
         self._handlers.append(handler)
@@ -229,6 +238,3 @@ class CrdDiscovery:
                 handler(old, new)
             except Exception:
                 logger.exception("served resources: change handler failed")
-
-    def kinds_served(self, kinds: Iterable[Kind]) -> list[Kind]:
-        return [kind for kind in kinds if self.served(kind) is not None]

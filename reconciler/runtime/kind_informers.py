@@ -48,6 +48,7 @@ class KindInformers:
         self._handlers: list[Handler] = []
         self._callbacks: list[Callable[[Kind], None]] = []
         self._stopping: set[asyncio.Task[None]] = set()
+        served.follow(self.kinds)
         served.subscribe(self._on_crd_change)
         manager.add_cleanup(self._close)
 

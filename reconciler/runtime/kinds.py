@@ -1,9 +1,9 @@
 """Resource kinds the controllers read and write, and the REST paths that address them.
 
 A `Kind` is everything the generic machinery (client, informers, controllers) needs to know about a resource:
-group, version, kind and plural. Nothing here is specific to a controller: each controller declares its own kinds
-(reconciler/modelbooster/kinds.py, the Inferno controller's), and the built-in kinds the runtime itself uses
-are at the bottom.
+group, version, kind and plural. Nothing here is specific to a controller: our API's kinds are declared once in
+reconciler/api/kinds.py (each controller's kinds.py names the ones it uses, and declares the built-in kinds only it
+uses), and the built-in kinds that the runtime itself or several controllers use are at the bottom.
 """
 
 from __future__ import annotations

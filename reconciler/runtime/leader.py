@@ -90,9 +90,6 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self._leading.is_set()
 
-    async def wait_leading(self) -> None:
-        await self._leading.wait()
-
     def released(self) -> None:
         """The Lease was seen released (no holder) or deleted: a candidate tries now, not at its next retry."""
         self._released.set()

@@ -153,11 +153,6 @@ class WorkQueue(Generic[T]):
     def processing(self) -> frozenset[T]:
         return frozenset(self._processing)
 
-    def longest_running(self) -> float:
-        if not self._processing:
-            return 0.0
-        return self._clock() - min(self._processing.values())
-
     def _report_depth(self) -> None:
         if self._observer.on_depth:
             self._observer.on_depth(len(self._queue))

@@ -20,16 +20,18 @@ from typing import Any, Final
 import pytest
 from kubernetes.client import ApiException
 
-from reconciler.crdcheck.controller import EVENT_REASON, register_crd_check
+from reconciler.api.kinds import CHILD_KINDS, INFERNO_KINDS, MODEL_BOOSTER
+from reconciler.crdcheck.check import EVENT_REASON
 from reconciler.crdcheck.settings import CrdCheckSettings
+from reconciler.crdcheck.wiring import PEER as CRDCHECK
+from reconciler.peer import new_context
 from reconciler.runtime.client import KubeClient
-from reconciler.runtime.discovery import CrdDiscovery
-from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.kinds import EVENT
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
+from reconciler.settings import ProcessSettings
 from shared.crd_digest import DIGEST_ANNOTATION, judge
-from shared.crds import KINDS, expected_digests
+from shared.crds import expected_digests
 from tests.e2e.harness import raw_exchange, raw_request
 from tests.realapi.controlplane import RealCluster
 from tests.realapi.crds import CRD_PATH, FIELD_MANAGER, ROOT, apply_crds, chart_crds
@@ -114,14 +116,11 @@ async def test_an_outdated_crd_on_the_real_server_raises_the_signal(
 ) -> None:
     client = await KubeClient.connect(kubeconfig=str(real_api.kubeconfig), user_agent="realapi-crd-check")
     manager = Manager(client, options=ManagerOptions(leader_elect=False, shutdown_timeout=1.0), metrics=Metrics())
-    served = CrdDiscovery(manager, groups={kind.group for kind in KINDS})
-    register_crd_check(
-        manager,
-        served,
-        settings=CrdCheckSettings(),
-        recorder=EventRecorder(client, instance="realapi"),
-        version="9.9.9",
-    )
+    context = new_context(manager, ProcessSettings(leader_elect=False), version="9.9.9")
+    served = context.discovery
+    # Every kind of ours in use, as with the ModelBooster and the Inferno controller registered.
+    served.follow((MODEL_BOOSTER, *CHILD_KINDS, *INFERNO_KINDS))
+    CRDCHECK.register(context, CrdCheckSettings())
     stop = asyncio.Event()
     task = asyncio.create_task(manager.run(stop))
     registry = manager.metrics.registry

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from reconciler.assembly import ReconcilerProcess, ReconcilerSettings, build
+from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
@@ -77,10 +78,9 @@ def overridden(settings: ReconcilerSettings, **overrides: Any) -> ReconcilerSett
     controller's (tests name them flat, as the command line does)."""
     process = {key: value for key, value in overrides.items() if key in _PROCESS_FIELDS}
     modelbooster = {key: value for key, value in overrides.items() if key not in _PROCESS_FIELDS}
-    return replace(
-        settings,
+    return settings.replace(
         process=replace(settings.process, **process),
-        modelbooster=replace(settings.modelbooster, **modelbooster),
+        modelbooster=replace(settings.of(MODELBOOSTER), **modelbooster),
     )
 
 

@@ -33,7 +33,7 @@ from certs.authority import create_ca, issue_serving_cert
 from certs.bundle import certificate_pem, fingerprint, is_issued_by, load_certificates, san_strings
 from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle
 from certs.secret import parse_ca_secret, parse_serving_secret
-from reconciler.certduty.controller import CertDuty, CertDutyError, register_cert_duty
+from reconciler.certduty.duty import CertDuty, CertDutyError
 from reconciler.certduty.kinds import (
     ENDPOINT_SLICE,
     MUTATING_WEBHOOK_CONFIGURATION,
@@ -46,13 +46,16 @@ from reconciler.certduty.settings import (
     add_cert_arguments,
     cert_settings_from_args,
 )
+from reconciler.certduty.wiring import PEER as CERTDUTY
 from reconciler.modelbooster.kinds import MODEL_BOOSTER
+from reconciler.peer import new_context
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.environment import SettingsError
 from reconciler.runtime.kinds import LEASE
 from reconciler.runtime.leader import LeaseTimings, micro_time
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
+from reconciler.settings import ProcessSettings
 from tests.chart.rbac import grants_for_service_account, is_allowed, request_from_http
 from tests.chart.render import ENTRIES_ANNOTATION, Rendered, render, webhook_entries
 from tests.fakeapi.server import FakeApiServer
@@ -634,7 +637,7 @@ async def test_garbage_in_the_injected_bundle_is_logged_and_left_out(
     await api.replace(VALIDATING_WEBHOOK_CONFIGURATION, validating)
     await _delete_both_secrets(api)
 
-    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.controller"):
+    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.duty"):
         report = await duty.sync()
 
     assert report.issued_ca
@@ -731,7 +734,7 @@ async def test_an_unusable_secret_is_repaired_and_reported(
     stored["metadata"].setdefault("labels", {})["team"] = "platform"
     await api.replace(SECRET, stored)
 
-    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.controller"):
+    with caplog.at_level(logging.WARNING, logger="reconciler.certduty.duty"):
         report = await duty.sync()
 
     assert [secret_name for secret_name, _ in report.repaired] == [name]
@@ -830,7 +833,8 @@ class RunningDuty:
                 lease=LEASE_TIMINGS, watch_timeout=30, shutdown_timeout=1.0, leader_task_backoff=0.05,
             ),
         metrics=self.metrics)  # fmt: skip
-        self.duty = register_cert_duty(self.manager, self.client, settings, clock=clock)
+        context = new_context(self.manager, ProcessSettings(), version="test", clock=clock)
+        self.duty = CERTDUTY.register(context, settings)
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -1023,8 +1027,9 @@ async def test_duty_off_registers_nothing(fake: FakeApiServer) -> None:
     client = KubeClient.for_configuration(fake.aio_configuration(), user_agent=USER_AGENT)
     try:
         manager = Manager(client, options=ManagerOptions(leader_elect=False), metrics=metrics)
-        assert register_cert_duty(manager, client, replace(SETTINGS, enabled=False)) is None
-        assert manager.informers == []
+        context = new_context(manager, ProcessSettings(), version="test")
+        assert CERTDUTY.register(context, replace(SETTINGS, enabled=False)) is None
+        assert manager.informers == [context.discovery.informer]
         assert manager._leader_tasks == []
         assert (
             metrics.registry.get_sample_value("modelbooster_certificates_issued_total", {"certificate": "ca"}) is None
@@ -1104,8 +1109,8 @@ def test_injection_refuses_malformed_configurations(configuration: dict[str, Any
 # ------------------------------------------------------------------------------------------------ settings
 def _parse(argv: list[str], environ: dict[str, str] | None = None) -> CertDutySettings:
     parser = argparse.ArgumentParser()
-    add_cert_arguments(parser, environ=environ or {})
-    return cert_settings_from_args(parser.parse_args(argv), environ=environ or {"POD_NAMESPACE": "from-pod"})
+    add_cert_arguments(parser, environ or {})
+    return cert_settings_from_args(parser.parse_args(argv), environ or {"POD_NAMESPACE": "from-pod"})
 
 
 def test_defaults_are_the_chart_names_for_a_release_called_modelbooster() -> None:

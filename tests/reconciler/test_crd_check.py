@@ -12,15 +12,22 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from reconciler.crdcheck.controller import EVENT_REASON, register_crd_check
+from reconciler.api.kinds import CHILD_KINDS, INFERNO_KINDS, MODEL_BOOSTER
+from reconciler.assembly import ReconcilerSettings, build
+from reconciler.crdcheck.check import EVENT_REASON
 from reconciler.crdcheck.settings import CrdCheckSettings
+from reconciler.crdcheck.wiring import PEER as CRDCHECK
+from reconciler.inferno.controller import PEER as INFERNO
+from reconciler.inferno.settings import InfernoSettings
+from reconciler.modelbooster.controller import PEER as MODELBOOSTER
+from reconciler.peer import new_context
 from reconciler.runtime.client import KubeClient
-from reconciler.runtime.discovery import CRD, CrdDiscovery
-from reconciler.runtime.events import EventRecorder
+from reconciler.runtime.discovery import CRD
 from reconciler.runtime.health import make_app
 from reconciler.runtime.kinds import EVENT
 from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
+from reconciler.settings import ProcessSettings
 from shared.crd_digest import DIGEST_ANNOTATION
 from shared.crds import CHILD_CRDS_DIRECTORY, KINDS, crds
 from tests.fakeapi.server import FakeApiServer
@@ -28,7 +35,6 @@ from tests.reconciler.harness import eventually
 
 MODELBOOSTERS = "modelboosters.workload.serving.volcano.sh"
 CHILDREN = {kind.name for kind in KINDS if kind.chart_directory == CHILD_CRDS_DIRECTORY}
-GROUPS = {kind.group for kind in KINDS}
 
 
 def _definitions(*, outdated: dict[str, str | None] | None = None) -> list[dict[str, Any]]:
@@ -55,17 +61,13 @@ async def client(fake_apiserver_inloop: FakeApiServer) -> AsyncIterator[KubeClie
 
 
 async def _start(
-    client: KubeClient, *, check_children: bool = True, check_inferno: bool = True
+    client: KubeClient, *, check_children: bool = True, inferno: bool = True
 ) -> tuple[Any, asyncio.Event, asyncio.Task[None]]:
+    """The check alone, with the kinds the ModelBooster controller (and the Inferno controller) would watch."""
     manager = Manager(client, options=ManagerOptions(leader_elect=False, shutdown_timeout=1.0), metrics=Metrics())
-    served = CrdDiscovery(manager, groups=GROUPS)
-    check = register_crd_check(
-        manager,
-        served,
-        settings=CrdCheckSettings(check_children=check_children, check_inferno=check_inferno),
-        recorder=EventRecorder(client, instance="test"),
-        version="9.9.9",
-    )
+    context = new_context(manager, ProcessSettings(leader_elect=False), version="9.9.9")
+    context.discovery.follow((MODEL_BOOSTER, *CHILD_KINDS, *(INFERNO_KINDS if inferno else ())))
+    check = CRDCHECK.register(context, CrdCheckSettings(check_children=check_children))
     stop = asyncio.Event()
     task = asyncio.create_task(manager.run(stop))
     return (manager, check), stop, task
@@ -83,7 +85,7 @@ async def test_an_outdated_crd_at_start_warns_counts_posts_an_event_and_stays_re
         fake_apiserver_inloop.register_crd(definition)
     (manager, _check), stop, task = await _start(client)
     try:
-        with caplog.at_level(logging.WARNING, logger="reconciler.crdcheck.controller"):
+        with caplog.at_level(logging.WARNING, logger="reconciler.crdcheck.check"):
             await eventually(lambda: _gauge(manager, MODELBOOSTERS) == 1)
         assert {_gauge(manager, definition["metadata"]["name"]) for definition in crds()} == {0, 1}
         (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -120,7 +122,7 @@ async def test_applying_the_current_crd_clears_the_signal_and_a_new_drift_raises
     try:
         await eventually(lambda: _gauge(manager, MODELBOOSTERS) == 1)
         (current,) = [d for d in crds() if d["metadata"]["name"] == MODELBOOSTERS]
-        with caplog.at_level(logging.INFO, logger="reconciler.crdcheck.controller"):
+        with caplog.at_level(logging.INFO, logger="reconciler.crdcheck.check"):
             stored = await client.get(CRD, None, MODELBOOSTERS)
             body = copy.deepcopy(current)
             body["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
@@ -152,10 +154,21 @@ async def test_inferno_crds_are_not_judged_without_the_inferno_controller(
     inferno = {kind.name for kind in KINDS if kind.group == "inferno.platform.ai"}
     for definition in _definitions(outdated=dict.fromkeys(inferno)):
         fake_apiserver_inloop.register_crd(definition)
-    (manager, _check), stop, task = await _start(client, check_inferno=False)
+    (manager, _check), stop, task = await _start(client, inferno=False)
     try:
         await eventually(lambda: _gauge(manager, MODELBOOSTERS) == 0)
         assert {_gauge(manager, name) for name in inferno} == {None}
     finally:
         stop.set()
         await task
+
+
+@pytest.mark.parametrize("inferno", [True, False])
+async def test_the_kinds_in_use_are_those_the_registered_peers_watch(client: KubeClient, inferno: bool) -> None:
+    settings = ReconcilerSettings(
+        process=ProcessSettings(leader_elect=False, metrics_port=0), inferno=InfernoSettings(enabled=inferno)
+    )
+    process = build(settings, client, Metrics(), peers=(MODELBOOSTER, INFERNO, CRDCHECK))
+    in_use = process.context.kinds_in_use()
+    assert {MODEL_BOOSTER, *CHILD_KINDS} <= in_use
+    assert set(INFERNO_KINDS) & in_use == (set(INFERNO_KINDS) if inferno else set())

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
@@ -252,7 +253,7 @@ async def test_boosters_converge_with_autoscaling_in_the_served_shape(
 
     # Converged means quiet: another pass over every ModelBooster writes no child.
     before = child_writes(reconciler)
-    reconciler.process.controller.enqueue_all()
+    reconciler.process.registered_by(MODELBOOSTER).controller.enqueue_all()
     await quiet(0.5)
     assert child_writes(reconciler) == before
 
@@ -268,7 +269,7 @@ async def test_a_field_the_served_schema_prunes_is_reported_once_per_booster_and
     await _converged(cluster, "pool", "plain")
     await eventually(lambda: len(cluster.events("FieldNotServed")) == 2)
     for _ in range(3):
-        reconciler.process.controller.enqueue_all()
+        reconciler.process.registered_by(MODELBOOSTER).controller.enqueue_all()
         await quiet(0.2)
     events = cluster.events("FieldNotServed")
     assert sorted(e["involvedObject"]["name"] for e in events) == ["plain", "pool"]

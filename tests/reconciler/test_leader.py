@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import MODEL_SERVING
 from reconciler.runtime.kinds import DEPLOYMENT, LEASE
 from reconciler.runtime.leader import LeaseTimings
@@ -52,7 +53,7 @@ async def test_only_the_lease_holder_writes(cluster: Cluster, start_reconciler: 
     assert non_lease_writes(first)
     assert non_lease_writes(second) == []
     assert second.manager.caches_synced()  # the standby keeps its caches warm...
-    assert second.process.reconciler.boosters.get("ns", "m") is not None
+    assert second.process.registered_by(MODELBOOSTER).reconciler.boosters.get("ns", "m") is not None
     assert first.metric("leader_election_master_status", name="modelbooster-reconciler") == 1
     assert second.metric("leader_election_master_status", name="modelbooster-reconciler") == 0
     spec = lease(cluster)["spec"]

@@ -9,6 +9,7 @@ import pytest
 
 from reconciler.assembly import ReconcilerSettings
 from reconciler.main import add_arguments, settings_from_args
+from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVER, MODEL_SERVING
 from reconciler.modelbooster.settings import DynamicSettings, SettingsError, parse_engine_env
 from reconciler.modelbooster.synthesis import SynthesisSettings
@@ -26,7 +27,7 @@ def parse(argv: list[str], environ: dict[str, str] | None = None) -> ReconcilerS
 
 def test_defaults() -> None:
     settings = parse([])
-    assert settings.modelbooster.workers == 5
+    assert settings.of(MODELBOOSTER).workers == 5
     assert settings.process.leader_elect is True
     assert settings.process.namespaces == ()
     assert settings.process.metrics_port == 8080
@@ -40,10 +41,10 @@ def test_flags_the_chart_passes() -> None:
     settings = parse(["--workers=8", "--namespaces=a, b", "--runtime-image=r:1", "--downloader-image=d:1",
                       "--config-map=cm", "--leader-elect", "--lease-name=l", "--lease-namespace=sys",
                       "--metrics-port=9090", "--log-level=debug", "--log-format=json"])  # fmt: skip
-    assert settings.modelbooster.workers == 8
+    assert settings.of(MODELBOOSTER).workers == 8
     assert settings.process.namespaces == ("a", "b")
-    assert (settings.modelbooster.runtime_image, settings.modelbooster.downloader_image) == ("r:1", "d:1")
-    assert settings.modelbooster.config_map == "cm"
+    assert (settings.of(MODELBOOSTER).runtime_image, settings.of(MODELBOOSTER).downloader_image) == ("r:1", "d:1")
+    assert settings.of(MODELBOOSTER).config_map == "cm"
     assert settings.process.effective_lease_namespace == "sys"
     assert (settings.process.log_level, settings.process.log_format) == ("debug", "json")
     assert parse(["--no-leader-elect"]).process.leader_elect is False
@@ -53,11 +54,11 @@ def test_environment_variables_set_defaults_and_flags_win() -> None:
     environ = {"MODELBOOSTER_RECONCILER_WORKERS": "12", "MODELBOOSTER_RECONCILER_LEADER_ELECT": "false",
                "POD_NAMESPACE": "mb-system", "POD_NAME": "mb-0"}  # fmt: skip
     settings = parse([], environ)
-    assert settings.modelbooster.workers == 12
+    assert settings.of(MODELBOOSTER).workers == 12
     assert settings.process.leader_elect is False
     assert settings.process.controller_namespace == "mb-system"
     assert settings.process.identity.startswith("mb-0_")
-    assert parse(["--workers", "3"], environ).modelbooster.workers == 3
+    assert parse(["--workers", "3"], environ).of(MODELBOOSTER).workers == 3
 
 
 @pytest.mark.parametrize(

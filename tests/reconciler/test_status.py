@@ -142,3 +142,9 @@ def test_status_differs_only_on_fields_we_own() -> None:
     assert not status_differs({**desired, "somethingElse": 1}, desired)
     assert status_differs({**desired, "observedGeneration": 1}, desired)
     assert status_differs(None, desired)
+
+
+def test_status_differs_by_json_equality() -> None:
+    # A stored `true` is not the integer 1 (Python's bool is an int): writing 1 would change the status.
+    assert status_differs({"done": True, "replicas": 1}, {"done": 1, "replicas": 1})
+    assert not status_differs({"done": True, "replicas": 1.0}, {"done": True, "replicas": 1})

@@ -106,7 +106,7 @@ def test_the_recorded_table_is_packaged() -> None:
 
 def test_the_reconciler_judges_without_building_the_crds() -> None:
     # Building the CRDs keeps ~10 MB of the reconciler's memory; it imports only the recorded table's reader.
-    code = "import reconciler.assembly, reconciler.crdcheck.controller, sys; print('shared.crds' in sys.modules)"
+    code = "import reconciler.assembly, reconciler.crdcheck.wiring, sys; print('shared.crds' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "False"
 

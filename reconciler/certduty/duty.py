@@ -1,67 +1,40 @@
-"""The webhook-certificate duty: a self-signed CA, the webhook's serving certificate, and `caBundle` injection.
+"""The webhook-certificate duty, a runnable (a leader task): a self-signed CA, the webhook's serving certificate,
+and `caBundle` injection, one pass (`CertDuty.sync`) at a time.
 
-Runs on the leader only (a `Manager` leader task). Each pass (`CertDuty.sync`):
-1. reads the two Secrets and the two webhook configurations from the API (not from a cache: what it writes
-   next must rest on fresh state) — the serving Secret the webhook pods mount (`tls.crt`, `tls.key`,
-   `ca.crt`) and the CA Secret with the CA key, kept apart so the webhook pods never hold a key that could
-   sign for them;
-2. lets `certs.lifecycle.ensure_certificates` decide what to issue (a CA for ten years, renewed a year before
-   it expires; a serving certificate for `<svc>.<ns>.svc` and `.svc.cluster.local` for a year, renewed 90
-   days before) and which CAs to publish (the current one, and a replaced one until the new serving
-   certificate has been out for a day or the replaced CA expires: certs/rotation.py);
-3. writes what differs, in an order that never leaves the API server distrusting what is served:
-   `caBundle` into both webhook configurations (every entry) first, then the CA Secret, then the serving
-   Secret. A new CA is therefore trusted before a certificate it signed can reach a webhook pod, and a crash
-   between two writes leaves a state the next pass completes (the CA Secret before the serving Secret means a
-   published CA is never one whose key was lost). A configuration the chart left unarmed (no entries; the
-   wanted ones in an annotation) gets its entries, with the caBundle, only once a webhook pod has been ready
-   for the arm delay (reconciler/certduty/arming.py): it is not enforced before a pod can answer.
-Every update carries the resourceVersion it read; a 409 (someone wrote in between) or an AlreadyExists on
-create (another writer created it) restarts the pass from fresh reads.
-
-Deleting both Secrets (docs/chart.md's advice for certificate trouble) loses our record of the CAs in use
-while the webhook pods keep serving the certificate they loaded until the kubelet projects the new Secret.
-So when the serving Secret is missing or unusable, the CAs of the caBundle injected in our configurations
-are taken as candidates too (`trusted`): every certificate in it that is a CA and valid now, at most four
-(newest first), each kept only for the overlap above and never past its expiry. Expired certificates,
-end-entity certificates, other PEM blocks and garbage (not base64, not PEM; logged) are left out; none
-stops the pass.
-
-Whether a CA in that caBundle is ours cannot be told: the only record, the CA Secret, is what was deleted,
-and anything in memory is lost on exactly the leader change or restart that often comes with such trouble.
-The bundle is therefore taken as it is, and the risk is bounded rather than ruled out: it is consulted
-only while the serving Secret is gone or broken (at any other time a foreign CA is simply overwritten as
-drift), and what it contributes is dropped a day later. Someone able to write the webhook configurations
-can point them at any endpoint with any caBundle anyway, so trusting their CA for a day grants nothing new;
-what the bound prevents is a one-off edit outliving the repair by years.
-
-Between passes the duty sleeps until an informer reports a change to one of the four objects (a `helm
-upgrade` that wiped `caBundle`, a person editing it, a Secret deleted) or `check_interval` passes (expiry
-dates move on without any event). Errors are logged, counted and retried with exponential backoff.
+A pass reads the two Secrets and both webhook configurations from the API and writes what differs in an order
+that never leaves the API server distrusting what is served (docs/design/certificates.md §5); while the serving
+Secret is gone, the CAs of the injected bundle stay trusted for a bounded overlap (§6); an unarmed configuration
+gets its entries once a webhook pod has been ready for the arm delay (§7, reconciler/certduty/arming.py).
+Between passes it sleeps until one of its objects changes or `check_interval` passes.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import copy
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from cryptography import x509
 
 from certs.authority import KeyPair
-from certs.bundle import CertBundle, fingerprint, is_ca, public_keys_equal
+from certs.bundle import CertBundle, describe_certificate
 from certs.injector import InjectionError, drifted_webhooks, inject_ca_bundle, injected_cas
 from certs.lifecycle import Certificates, ensure_certificates
 from certs.rotation import DEFAULT_POLICY, RotationPolicy
-from certs.secret import SecretFormatError, build_ca_secret, build_serving_secret, parse_ca_secret, parse_serving_secret
+from certs.secret import (
+    SecretFormatError,
+    build_ca_secret,
+    build_serving_secret,
+    merged_secret,
+    parse_ca_secret,
+    parse_serving_secret,
+)
 from process.backoff import backoff_delay
 from reconciler.certduty.arming import (
     ArmingError,
@@ -71,13 +44,12 @@ from reconciler.certduty.arming import (
     ready_endpoints,
     wanted_entries,
 )
-from reconciler.certduty.kinds import ENDPOINT_SLICE, SECRET, SERVICE_NAME_LABEL, WEBHOOK_CONFIGURATION_KINDS
+from reconciler.certduty.kinds import SECRET, WEBHOOK_CONFIGURATION_KINDS
 from reconciler.certduty.metrics import CertDutyMetrics
-from reconciler.certduty.settings import CertDutySettings, add_cert_arguments, cert_settings_from_args
-from reconciler.peer import Context, Peer
+from reconciler.certduty.settings import CertDutySettings
+from reconciler.peer import Clock, utc_now
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
-from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import meta_text
 from reconciler.runtime.source import EventType
 
@@ -92,19 +64,12 @@ SECRET_LABELS: Final = {
 # Passes that restart because another writer got in between; beyond this something keeps fighting us.
 MAX_ATTEMPTS: Final = 5
 
-Clock = Callable[[], datetime]
-
-
 class CertDutyError(Exception):
     """A pass could not complete; the message says why. The duty retries with backoff."""
 
 
 class _Restart(Exception):
     """Someone else wrote one of our objects after we read it: read again and plan again."""
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -142,58 +107,6 @@ class _State:
     configurations: list[tuple[Kind, dict[str, Any] | None]] = field(default_factory=list)
 
 
-def _check_ca(ca: KeyPair) -> KeyPair:
-    if not is_ca(ca.cert):
-        raise SecretFormatError("ca.crt is not a CA certificate (basicConstraints CA:TRUE missing)")
-    return ca
-
-
-def _describe_ca(cert: x509.Certificate) -> str:
-    return (
-        f"{cert.subject.rfc4514_string() or '(no subject)'} sha256:{fingerprint(cert)[:16]} "
-        f"until {cert.not_valid_after_utc.isoformat()}"
-    )
-
-
-def read_ca_secret(secret: Mapping[str, Any] | None) -> KeyPair:
-    """The CA in a CA Secret; SecretFormatError says what is wrong with it."""
-    if secret is None:
-        raise SecretFormatError("Secret does not exist")
-    return _check_ca(parse_ca_secret(secret))
-
-
-def read_serving_secret(secret: Mapping[str, Any]) -> CertBundle:
-    """The bundle in a serving Secret; SecretFormatError also when the key is not the certificate's."""
-    bundle = parse_serving_secret(secret)
-    if not public_keys_equal(bundle.serving_cert, bundle.serving_key):
-        raise SecretFormatError("tls.key does not belong to the certificate in tls.crt")
-    return bundle
-
-
-def serving_expiry(secret: Mapping[str, Any] | None) -> datetime | None:
-    try:
-        return read_serving_secret(secret).serving_not_after if secret is not None else None
-    except SecretFormatError:
-        return None
-
-
-def ca_expiry(secret: Mapping[str, Any] | None) -> datetime | None:
-    try:
-        return read_ca_secret(secret).cert.not_valid_after_utc if secret is not None else None
-    except SecretFormatError:
-        return None
-
-
-def _merged_secret(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
-    """`existing` with our keys set: other keys, labels, annotations and the resourceVersion are kept."""
-    updated = copy.deepcopy(dict(existing))
-    updated["data"] = {**(existing.get("data") or {}), **desired["data"]}
-    updated.pop("stringData", None)  # write-only; never returned, but a merged copy must not resend it
-    meta = updated.setdefault("metadata", {})
-    meta["labels"] = {**SECRET_LABELS, **(meta.get("labels") or {})}
-    return updated
-
-
 class CertDuty:
     def __init__(
         self,
@@ -201,7 +114,7 @@ class CertDuty:
         client: KubeClient,
         settings: CertDutySettings,
         metrics: CertDutyMetrics,
-        clock: Clock = _utc_now,
+        clock: Clock = utc_now,
         policy: RotationPolicy = DEFAULT_POLICY,
         field_manager: str = "modelbooster",
         retry_base: float = 1.0,
@@ -303,7 +216,7 @@ class CertDuty:
         for cert in certs.plan.inherited:
             logger.info(
                 "webhook certificates: still trusting %s from the injected caBundle (the serving Secret "
-                "no longer says which CA signed the certificate the webhook serves)", _describe_ca(cert),
+                "no longer says which CA signed the certificate the webhook serves)", describe_certificate(cert),
             )  # fmt: skip
         issued_serving = state.bundle is None or certs.bundle.tls_crt != state.bundle.tls_crt
         issued_ca = certs.ca is not state.ca
@@ -360,18 +273,18 @@ class CertDuty:
         state = _State(ca_secret=ca_secret, tls_secret=tls_secret, ca=None, bundle=None)
         if ca_secret is not None:
             try:
-                state.ca = read_ca_secret(ca_secret)
+                state.ca = parse_ca_secret(ca_secret)
             except SecretFormatError as error:
                 state.problems[settings.ca_secret] = str(error)
         if tls_secret is not None:
             try:
-                state.bundle = read_serving_secret(tls_secret)
+                state.bundle = parse_serving_secret(tls_secret)
             except SecretFormatError as error:
                 state.problems[settings.tls_secret] = str(error)
         return state
 
     def _trusted(self, state: _State) -> list[x509.Certificate]:
-        """The certificates of the caBundle injected now, when they may matter (see the module docstring)."""
+        """The certificates of the caBundle injected now, when they may matter (docs/design/certificates.md §6)."""
         if state.bundle is not None:
             return []  # our serving Secret says what is served; the injected value is only drift to correct
         found: list[x509.Certificate] = []
@@ -492,7 +405,7 @@ class CertDuty:
                 logger.info("webhook certificates: created Secret %s/%s", self.settings.namespace, name)
             else:
                 stored = await self.client.replace(
-                    SECRET, _merged_secret(existing, desired), field_manager=self._field_manager
+                    SECRET, merged_secret(existing, desired, labels=SECRET_LABELS), field_manager=self._field_manager
                 )
                 logger.info("webhook certificates: updated Secret %s/%s", self.settings.namespace, name)
         except ApiError as error:
@@ -501,63 +414,3 @@ class CertDuty:
             raise
         self._remember(stored, SECRET)
 
-
-def register_cert_duty(
-    manager: Manager,
-    client: KubeClient,
-    settings: CertDutySettings,
-    *,
-    clock: Clock = _utc_now,
-    policy: RotationPolicy = DEFAULT_POLICY,
-    field_manager: str = "modelbooster",
-) -> CertDuty | None:
-    """Watch our four objects and run the duty while this process leads; None when the duty is off.
-
-    Call before `manager.run`: the informers it adds start with the others (on every replica, so the expiry
-    gauge is exported by standbys too), and the leader task starts once they have synced.
-    """
-    if not settings.enabled:
-        logger.info("webhook certificate duty is off (--no-cert-duty): certificates and caBundle come from elsewhere")
-        return None
-    metrics = CertDutyMetrics(manager.metrics.registry)
-    slices = manager.informer(
-        ENDPOINT_SLICE, namespaces=[settings.namespace], label_selector=f"{SERVICE_NAME_LABEL}={settings.service}"
-    )
-    duty = CertDuty(client=client, settings=settings, metrics=metrics, clock=clock, policy=policy,
-                    field_manager=field_manager, endpoints=slices.objects)  # fmt: skip
-    slices.add_handler(duty.on_event)
-    by_name = f"metadata.name={settings.configuration}"
-    for kind in WEBHOOK_CONFIGURATION_KINDS:
-        manager.informer(kind, field_selector=by_name).add_handler(duty.on_event)
-    secrets = {}
-    for name, read in ((settings.tls_secret, serving_expiry), (settings.ca_secret, ca_expiry)):
-        informer = manager.informer(SECRET, namespaces=[settings.namespace], field_selector=f"metadata.name={name}")
-        informer.add_handler(duty.on_event)
-        secrets[name] = (_cached(informer.get, settings.namespace, name), read)
-    metrics.watch_expiry(secrets)
-    manager.add_leader_task(TASK_NAME, duty.run)
-    return duty
-
-
-def _cached(
-    get: Callable[[str, str], dict[str, Any] | None], namespace: str, name: str
-) -> Callable[[], dict[str, Any] | None]:
-    return lambda: get(namespace, name)
-
-
-def register(context: Context, settings: CertDutySettings) -> CertDuty | None:
-    """The peer's registration: the duty on the process's manager and client, writing as its field manager."""
-    return register_cert_duty(context.manager, context.client, settings, field_manager=context.settings.field_manager)
-
-
-def _add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
-    add_cert_arguments(parser, environ=environ)
-
-
-def _settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> CertDutySettings:
-    return cert_settings_from_args(args, environ=environ)
-
-
-PEER: Final = Peer(
-    name="certduty", add_arguments=_add_arguments, settings_from_args=_settings_from_args, register=register
-)
