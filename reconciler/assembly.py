@@ -24,9 +24,10 @@ from reconciler.crdcheck.controller import PEER as CRDCHECK
 from reconciler.crdcheck.settings import CrdCheckSettings
 from reconciler.inferno.controller import PEER as INFERNO
 from reconciler.inferno.settings import InfernoSettings
-from reconciler.modelbooster.controller import PEER as MODELBOOSTER
-from reconciler.modelbooster.controller import ModelBoosterReconciler, Registered
+from reconciler.modelbooster.controller import ModelBoosterReconciler
 from reconciler.modelbooster.settings import ModelBoosterSettings
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
+from reconciler.modelbooster.wiring import Registered
 from reconciler.peer import Context, Peer
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.controller import Controller

@@ -70,11 +70,11 @@ _FLAGS: Final[dict[str, Flag]] = {
 }
 
 
-def add_modelbooster_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=environ)
 
 
-def modelbooster_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ModelBoosterSettings:
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ModelBoosterSettings:
     del environ  # every setting here is a flag (or its variable, already read by the parser)
     return ModelBoosterSettings(
         workers=args.workers,

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVING
 from reconciler.runtime.kinds import POD
+from reconciler.runtime.source import ObjectKey
 from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
 
 
@@ -252,3 +253,23 @@ async def test_an_error_body_is_read_only_as_far_as_its_message(
     # far below the 256 MiB it would send to a reader of the whole body.
     await quiet(0.5)
     assert runtime.error_bytes_sent < 64 << 20
+
+
+async def test_the_lora_state_goes_when_the_reconcile_finds_its_model_booster_gone(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    """What is kept per ModelBooster (docs/design/reconciler.md §2) has one owner: the reconcile, which drops it
+    once the ModelBooster is gone."""
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    uid = created["metadata"]["uid"]
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=uid)
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: runtime.names("load") == ["chat"], message="chat loaded")
+    state = reconciler.process.reconciler
+    assert state.lora.wants_pod_events(uid)  # the template lacks "chat": new pods need it loaded
+    assert state.known[ObjectKey(NS, "m")].uid == uid
+
+    await cluster.delete(MODEL_BOOSTER, "m")
+    await eventually(lambda: ObjectKey(NS, "m") not in state.known, message="the ModelBooster forgotten")
+    assert not state.lora.wants_pod_events(uid)
