@@ -117,21 +117,6 @@ def test_the_write_war_bookkeeping_stays_bounded_after_a_long_hostile_run() -> N
     assert tolerated.get("one") == frozenset()
 
 
-def test_forgetting_keeps_the_counts_true() -> None:
-    history = RemovalHistory()
-    history.removed("u", [_signature(1), _signature(2)])
-    assert len(history) == 3  # two signatures, one path
-    history.forget("u")
-    assert len(history) == 0
-    tolerated = ToleratedFields()
-    tolerated.add("u", [("spec", "a"), ("spec", "b")])
-    tolerated.add("u", [("spec", "a")])
-    assert len(tolerated) == 2
-    tolerated.forget("u")
-    assert len(tolerated) == 0
-    assert tolerated.get("u") == frozenset()
-
-
 async def test_a_writer_re_adding_a_new_value_each_time_is_left_alone_after_ten_removals(
     cluster: Cluster, reconciler: RunningReconciler
 ) -> None:
