@@ -16,8 +16,6 @@ from reconciler.modelbooster.children import ChildInformers
 from reconciler.modelbooster.events import (
     Event,
     field_not_served,
-    invalid_spec,
-    kind_not_served,
     reconciled,
 )
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
@@ -25,7 +23,14 @@ from reconciler.modelbooster.lora import LoraPlan, LoraUpdater
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
 from reconciler.modelbooster.prune import Pruned, delete_stale, stale_children
 from reconciler.modelbooster.rendering import Invalid, parse, render, render_with_adapters
-from reconciler.modelbooster.rollout import ImmutablePaths, Memo, decide_all, digest_corrections, rollout_hint
+from reconciler.modelbooster.rollout import (
+    Decisions,
+    ImmutablePaths,
+    Memo,
+    decide_all,
+    digest_corrections,
+    rollout_hint,
+)
 from reconciler.modelbooster.settings import DynamicSettings
 from reconciler.modelbooster.status import (
     REASON_INVALID,
@@ -38,7 +43,7 @@ from reconciler.modelbooster.status import (
     seconds_between,
 )
 from reconciler.modelbooster.synthesis import autoscaled_backends
-from reconciler.runtime.apply import ChildOutcome, Desired
+from reconciler.runtime.apply import Desired
 from reconciler.runtime.blockers import BlockerWatches
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.conditions import rfc3339_now
@@ -55,6 +60,18 @@ from shared.autoscaling_generations import DEFAULT_GENERATION, Generation
 from shared.naming import backend_resource_name
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a ModelBooster has no children to write: the status reason (also the Warning Event's) and message."""
+
+    reason: str
+    message: str
+
+
+def typed_uid(typed: ModelBooster) -> str:
+    return str(typed.metadata.uid or "")
 
 
 @dataclass(frozen=True)
@@ -106,25 +123,38 @@ class ModelBoosterReconciler:
         booster = self._to_reconcile(key)
         if booster is None:
             return Result()
-        uid = str(metadata(booster).get("uid"))
-        typed = parse(booster)
-        settings, generation = self.settings.current, self._generation
-        desired = typed if isinstance(typed, Invalid) else render(typed, settings, generation=generation)
-        if isinstance(desired, Invalid):
-            failed = Outcome(applied_all=False, failure=desired.message, failure_reason=REASON_INVALID)
-            await self._conclude(booster, failed, [invalid_spec(desired.message)])
-            raise TerminalError(f"{key}: {desired.message}")
-        assert isinstance(typed, ModelBooster)
-        missing = self.children.missing(desired, autoscaled=bool(autoscaled_backends(typed)))
-        if missing:
-            # Nothing of this ModelBooster is written; the CRD's appearance wakes it (no retry meanwhile).
-            message = "; ".join(missing)
-            failed = Outcome(applied_all=False, failure=message, failure_reason=REASON_KIND_NOT_SERVED)
-            await self._conclude(booster, failed, [kind_not_served(message)])
-            raise TerminalError(f"{key}: {message}")
-        desired, pruned_fields = self.children.fit.fit(uid, desired)
+        rendered = self._render(booster)
+        if isinstance(rendered, Refusal):
+            failed = Outcome(applied_all=False, failure=rendered.message, failure_reason=rendered.reason)
+            await self._conclude(booster, failed, [Event("Warning", rendered.reason, rendered.message)])
+            raise TerminalError(f"{key}: {rendered.message}")  # a new generation or a served CRD wakes it
+        typed, desired = rendered
+        desired, pruned_fields = self.children.fit.fit(typed_uid(typed), desired)
         await self._post(booster, [field_not_served(message) for message in pruned_fields])
-        return await self._write(key, booster, typed, desired)
+        plan, decisions = self._decide(booster, typed, desired)
+        desired = decisions.applied_to(plan.desired)
+        applied = await self._apply(key, booster, desired, decisions)
+        if applied.namespace_terminating:
+            self.namespaces.skip(key.namespace, "its ModelBoosters are")
+            return Result()
+        findings = Findings(held_back=decisions.held_back) + applied.findings
+        findings += await self._record_templates(decisions, applied)
+        self.known[key] = Known(typed_uid(typed), len(decisions.older))
+        pruned = await self._prune(booster, desired) if findings.ok else Pruned()
+        findings += pruned.findings
+        findings += Findings(lora=await self._finish_lora(booster, plan, decisions, applied, run=findings.ok))
+        written = replace(applied.written, deleted=pruned.deleted)
+        if findings.unavailable_only:
+            # The server is (partly) unavailable, e.g. restarting: nothing a user could act on, and a Failed status
+            # and an ApplyFailed event now would only be rewritten once it answers; the retry comes at once then.
+            await self._post(booster, reconciled(written, replace(findings, failures=())))
+            raise ReconcileError("; ".join(findings.failures), outage=True)
+        result = outcome(findings, older=decisions.older, servings=len(decisions.renderings),
+                         rollout_hint=rollout_hint(key))  # fmt: skip
+        await self._conclude(booster, result, reconciled(written, findings))
+        if findings.retry:
+            raise ReconcileError(findings.retry_message)
+        return Result()
 
     def _to_reconcile(self, key: ObjectKey) -> dict[str, Any] | None:
         """The ModelBooster, unless there is nothing to do: it is gone (its state goes too) or being deleted, its
@@ -144,57 +174,58 @@ class ModelBoosterReconciler:
             return None
         return booster if self.children.settled else None
 
-    async def _write(
-        self, key: ObjectKey, booster: dict[str, Any], typed: ModelBooster, desired: list[Desired]
-    ) -> Result:
-        """Everything after rendering: LoRA plan, rollout decisions, apply, prune, LoRA calls, status, Events."""
-        uid = str(metadata(booster).get("uid"))
+    def _render(self, booster: dict[str, Any]) -> tuple[ModelBooster, list[Desired]] | Refusal:
+        """The children this cluster can take, or why there are none: the spec is invalid, or a kind it needs is
+        not served (then nothing of it is written)."""
+        typed = parse(booster)
+        desired = typed if isinstance(typed, Invalid) else render(typed, self.settings.current,
+                                                                  generation=self._generation)  # fmt: skip
+        if isinstance(desired, Invalid):
+            return Refusal(REASON_INVALID, desired.message)
+        assert isinstance(typed, ModelBooster)
+        missing = self.children.missing(desired, autoscaled=bool(autoscaled_backends(typed)))
+        if missing:
+            return Refusal(REASON_KIND_NOT_SERVED, "; ".join(missing))
+        return typed, desired
+
+    def _decide(
+        self, booster: dict[str, Any], typed: ModelBooster, desired: list[Desired]
+    ) -> tuple[LoraPlan, Decisions]:
+        """Plan runtime LoRA (which template each such ModelServing carries), then take over, keep, roll or hold
+        back each ModelServing."""
         servings = self.children[MODEL_SERVING]
-        kept = render_with_adapters(
-            typed,
-            self.lora.kept_templates(typed, servings),
-            self.settings.current,
-            generation=self._generation,
-            fit=self.children.fit,
-        )
+        kept = render_with_adapters(typed, self.lora.kept_templates(typed, servings), self.settings.current,
+                                    generation=self._generation, fit=self.children.fit)  # fmt: skip
         plan = self.lora.plan(typed=typed, desired=desired, servings=servings, kept=kept)
         schema = self.children.schema(MODEL_SERVING)
         decisions = decide_all(booster, plan.desired, servings=servings, schema=schema,
                                immutable=self._immutable(schema), templates=plan.templates,
                                manager=self.field_manager, memo=self._memo)  # fmt: skip
-        desired = decisions.applied_to(plan.desired)
+        return plan, decisions
+
+    async def _apply(
+        self, key: ObjectKey, booster: dict[str, Any], desired: list[Desired], decisions: Decisions
+    ) -> Applied:
+        """Make every child match; count the writes, watch each same-named object in the way (so that its going
+        is noticed at once), and note each namespace that refused a write as being deleted."""
         results = await apply_children(self.client, self.children, booster, desired, manager=self.field_manager,
                                        tolerated=self.tolerated, history=self.removals)  # fmt: skip
         applied = sorted_results(desired, results, owner=key.name, taken_over=decisions.taken_over)
-        self._count(key, applied)
-        if applied.namespace_terminating:
-            for namespace in applied.namespace_terminating:
-                self.namespaces.refused(namespace)
-            self.namespaces.skip(key.namespace, "its ModelBoosters are")
-            return Result()
-        corrections = digest_corrections(decisions, [n for n, o in applied.servings.items() if o.action != "unchanged"],
-                                         servings)  # fmt: skip
-        findings = Findings(held_back=decisions.held_back) + applied.findings
-        findings += await record_templates(self.client, servings, corrections, manager=self.field_manager)
-        self.known[key] = Known(uid, len(decisions.older))
-        pruned = await self._prune(booster, desired) if findings.ok else Pruned()
-        findings += pruned.findings
-        # LoRA state follows the templates written: a kept older one says nothing of the adapters it carries.
-        older = set(decisions.older)
-        in_place = {name: o for name, o in applied.servings.items() if name not in older}
-        findings += Findings(lora=await self._finish_lora(booster, plan, in_place, run=findings.ok))
-        written = replace(applied.written, deleted=pruned.deleted)
-        if findings.unavailable_only:
-            # The server is (partly) unavailable, e.g. restarting: nothing a user could act on, and a Failed status
-            # and an ApplyFailed event now would only be rewritten once it answers; the retry comes at once then.
-            await self._post(booster, reconciled(written, replace(findings, failures=())))
-            raise ReconcileError("; ".join(findings.failures), outage=True)
-        result = outcome(findings, older=decisions.older, servings=len(decisions.renderings),
-                         rollout_hint=rollout_hint(key))  # fmt: skip
-        await self._conclude(booster, result, reconciled(written, findings))
-        if findings.retry:
-            raise ReconcileError(findings.retry_message)
-        return Result()
+        for kind, action in applied.actions:
+            self.metrics.children_applied.labels(kind=kind, action=action).inc()
+        for blocked in applied.blocked:
+            child = blocked.desired
+            self.blockers.watch(child.kind, child.namespace, child.name, resource_version=blocked.resource_version,
+                                owner=key)  # fmt: skip
+        for namespace in applied.namespace_terminating:
+            self.namespaces.refused(namespace)
+        return applied
+
+    async def _record_templates(self, decisions: Decisions, applied: Applied) -> Findings:
+        written = [name for name, result in applied.servings.items() if result.action != "unchanged"]
+        servings = self.children[MODEL_SERVING]
+        corrections = digest_corrections(decisions, written, servings)
+        return await record_templates(self.client, servings, corrections, manager=self.field_manager)
 
     @property
     def _generation(self) -> Generation:
@@ -219,15 +250,6 @@ class ModelBoosterReconciler:
         self.lora.forget(uid)
 
     # ------------------------------------------------------------------ steps with I/O
-    def _count(self, key: ObjectKey, applied: Applied) -> None:
-        """Count the writes, and watch each same-named object in the way, so that its going is noticed at once."""
-        for kind, action in applied.actions:
-            self.metrics.children_applied.labels(kind=kind, action=action).inc()
-        for blocked in applied.blocked:
-            child = blocked.desired
-            self.blockers.watch(child.kind, child.namespace, child.name, resource_version=blocked.resource_version,
-                                owner=key)  # fmt: skip
-
     async def _prune(self, booster: dict[str, Any], desired: Sequence[Desired]) -> Pruned:
         stale = stale_children(self.children, booster, desired)
         if not stale.children:
@@ -240,14 +262,15 @@ class ModelBoosterReconciler:
         return pruned
 
     async def _finish_lora(
-        self, booster: dict[str, Any], plan: LoraPlan, servings: dict[str, ChildOutcome], *, run: bool
+        self, booster: dict[str, Any], plan: LoraPlan, decisions: Decisions, applied: Applied, *, run: bool
     ) -> tuple[str, ...]:
         """Record which adapters each ModelServing now carries, then (if `run`) bring the running pods up to
-        date; the failures."""
+        date; the failures. A kept older template says nothing of the adapters it carries."""
         meta = booster["metadata"]
         uid, model = str(meta.get("uid")), str(meta.get("name"))
+        in_place = set(applied.servings) - set(decisions.older)
         for backend, template in plan.templates.items():
-            if backend_resource_name(model, backend) in servings:
+            if backend_resource_name(model, backend) in in_place:
                 self.lora.commit(uid=uid, backend=backend, template=template, target=plan.targets[backend])
         if run and plan.work:
             return tuple(await self.lora.execute(booster, plan.work))

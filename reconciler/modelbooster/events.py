@@ -6,13 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from reconciler.modelbooster.status import (
-    REASON_IMMUTABLE,
-    REASON_INVALID,
-    REASON_KIND_NOT_SERVED,
-    REASON_REFUSED,
-    Findings,
-)
+from reconciler.modelbooster.status import REASON_IMMUTABLE, REASON_REFUSED, Findings
 from reconciler.runtime.apply import Desired
 from reconciler.runtime.events import EventKind
 
@@ -35,14 +29,6 @@ class Written:
     removed: tuple[str, ...] = ()  # "<child>: <paths> (set by <manager>)"
     kept: tuple[str, ...] = ()  # the same, for fields someone keeps re-adding
     taken_over: tuple[str, ...] = ()
-
-
-def invalid_spec(message: str) -> Event:
-    return Event("Warning", REASON_INVALID, message)
-
-
-def kind_not_served(message: str) -> Event:
-    return Event("Warning", REASON_KIND_NOT_SERVED, message)
 
 
 def field_not_served(message: str) -> Event:
