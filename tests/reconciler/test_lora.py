@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from reconciler.modelbooster import rendering
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVING
+from reconciler.modelbooster.synthesis import synthesize
 from reconciler.runtime.kinds import POD
 from reconciler.runtime.source import ObjectKey
 from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
@@ -273,3 +275,29 @@ async def test_the_lora_state_goes_when_the_reconcile_finds_its_model_booster_go
     await cluster.delete(MODEL_BOOSTER, "m")
     await eventually(lambda: ObjectKey(NS, "m") not in state.known, message="the ModelBooster forgotten")
     assert not state.lora.wants_pod_events(uid)
+
+
+async def test_synthesis_runs_once_a_reconcile_and_once_more_for_a_template_kept_for_its_adapters(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LoRA planning is handed the rendering of the kept template (rendering.render_with_adapters); it never
+    renders by itself."""
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=created["metadata"]["uid"])
+    calls: list[str] = []
+
+    def counted(typed: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(str([b.lora_adapters for b in typed.spec.backends]))
+        return synthesize(typed, *args, **kwargs)
+
+    monkeypatch.setattr(rendering, "synthesize", counted)
+    await reconciler.process.reconciler.reconcile(ObjectKey(NS, "m"))
+    assert len(calls) == 1
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: runtime.names("load") == ["chat"], message="chat loaded")
+    calls.clear()
+    await reconciler.process.reconciler.reconcile(ObjectKey(NS, "m"))
+    assert len(calls) == 2  # the spec's adapters, and the template's the ModelServing keeps
+    assert "chat" in calls[0]
+    assert "chat" not in calls[1]
