@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.modelbooster.collisions import conflict_message
@@ -27,14 +27,24 @@ Result = ChildOutcome | BaseException
 
 @dataclass(frozen=True)
 class Applied:
-    """What writing the children came to."""
+    """What writing the children came to; the results of single children add up."""
 
-    servings: dict[str, ChildOutcome]  # the ModelServings in place, by name
-    written: Written
-    findings: Findings
+    servings: dict[str, ChildOutcome] = field(default_factory=dict)  # the ModelServings in place, by name
+    written: Written = field(default_factory=Written)
+    findings: Findings = field(default_factory=Findings)
     actions: tuple[tuple[str, str], ...] = ()  # (kind, action) of each child written
     blocked: tuple[NotControlledError, ...] = ()  # same-named objects in the way, to watch
     namespace_terminating: tuple[str, ...] = ()  # namespaces that refused a create as being deleted
+
+    def __add__(self, other: Applied) -> Applied:
+        return Applied(
+            servings={**self.servings, **other.servings},
+            written=self.written + other.written,
+            findings=self.findings + other.findings,
+            actions=self.actions + other.actions,
+            blocked=self.blocked + other.blocked,
+            namespace_terminating=self.namespace_terminating + other.namespace_terminating,
+        )
 
 
 async def apply_children(
@@ -84,75 +94,49 @@ def sorted_results(
     desired: Sequence[Desired], results: Sequence[Result], *, owner: str, taken_over: Sequence[str]
 ) -> Applied:
     """Each child's result, sorted by what it means; `owner` is the ModelBooster's name, `taken_over` the
-    children whose TakenOver event says what was written (no Updated besides). An error that is no answer of
-    the API server is a bug and raised."""
-    servings: dict[str, ChildOutcome] = {}
-    created: list[Desired] = []
-    updated: list[Desired] = []
-    adopted: list[Desired] = []
-    removed: list[str] = []
-    kept: list[str] = []
-    actions: list[tuple[str, str]] = []
-    blocked: list[NotControlledError] = []
-    terminating_namespaces: list[str] = []
-    not_owned: list[str] = []
-    terminating: list[str] = []
-    refused: list[str] = []
-    failures: list[str] = []
-    unavailable = 0
+    children whose TakenOver event says what was written (no Updated besides)."""
+    applied = Applied(written=Written(taken_over=tuple(taken_over)))
     for child, result in zip(desired, results, strict=True):
-        if isinstance(result, ChildOutcome):
-            if child.kind == MODEL_SERVING:
-                servings[child.name] = result
-            if result.action == "created":
-                created.append(child)
-            elif result.action == "adopted":
-                adopted.append(child)
-            elif result.action in ("updated", "replaced") and not result.removed and child.ref() not in taken_over:
-                updated.append(child)
-            if result.removed:
-                removed.append(f"{child.ref()}: {'; '.join(result.removed)}")
-            if result.kept:
-                kept.append(f"{child.ref()}: {'; '.join(result.kept)}")
-            if result.action != "unchanged":
-                actions.append((child.kind.kind, result.action))
-        elif isinstance(result, NotControlledError):
-            not_owned.append(conflict_message(result, owner=owner))
-            blocked.append(result)
-        elif isinstance(result, ChildTerminating):
-            terminating.append(str(result))
-        elif isinstance(result, ApiError) and refused_as_terminating(result):
-            terminating_namespaces.append(child.namespace)
-        elif isinstance(result, ApiError) and result.status == 422:
-            refused.append(
-                f"the API server refused {child.ref()}: {result.message}; this is not retried until the "
-                "ModelBooster or the child changes"
-            )
-        elif isinstance(result, ApiError):
-            failures.append(f"applying {child.ref()} failed: {result}")
-            unavailable += is_unavailable(result)
-        else:
-            raise result
+        applied += _sorted(child, result, owner=owner, taken_over=taken_over)
+    return applied
+
+
+def _sorted(child: Desired, result: Result, *, owner: str, taken_over: Sequence[str]) -> Applied:
+    """One child's result. An error that is no answer of the API server is a bug, and raised."""
+    if isinstance(result, ChildOutcome):
+        return _written(child, result, updated=child.ref() not in taken_over)
+    if isinstance(result, NotControlledError):
+        return Applied(findings=Findings(not_owned=(conflict_message(result, owner=owner),)), blocked=(result,))
+    if isinstance(result, ChildTerminating):
+        return Applied(findings=Findings(terminating=(str(result),)))
+    if isinstance(result, ApiError) and refused_as_terminating(result):
+        return Applied(namespace_terminating=(child.namespace,))
+    if isinstance(result, ApiError) and result.status == 422:
+        refused = (
+            f"the API server refused {child.ref()}: {result.message}; this is not retried until the "
+            "ModelBooster or the child changes"
+        )
+        return Applied(findings=Findings(refused=(refused,)))
+    if isinstance(result, ApiError):
+        failure = f"applying {child.ref()} failed: {result}"
+        return Applied(findings=Findings(failures=(failure,), unavailable=int(is_unavailable(result))))
+    raise result
+
+
+def _written(child: Desired, result: ChildOutcome, *, updated: bool) -> Applied:
+    action = result.action
+    # A removal's own Event says what was written, as does a TakenOver event: no Updated besides.
+    updated = updated and action in ("updated", "replaced") and not result.removed
     return Applied(
-        servings=servings,
+        servings={child.name: result} if child.kind == MODEL_SERVING else {},
         written=Written(
-            created=tuple(created),
-            updated=tuple(updated),
-            adopted=tuple(adopted),
-            removed=tuple(removed),
-            kept=tuple(kept),
-            taken_over=tuple(taken_over),
+            created=(child,) if action == "created" else (),
+            adopted=(child,) if action == "adopted" else (),
+            updated=(child,) if updated else (),
+            removed=(f"{child.ref()}: {'; '.join(result.removed)}",) if result.removed else (),
+            kept=(f"{child.ref()}: {'; '.join(result.kept)}",) if result.kept else (),
         ),
-        findings=Findings(
-            not_owned=tuple(not_owned),
-            terminating=tuple(terminating),
-            failures=tuple(failures),
-            unavailable=unavailable,
-            refused=tuple(refused),
-        ),
-        actions=tuple(actions),
-        blocked=tuple(blocked),
-        namespace_terminating=tuple(terminating_namespaces),
+        actions=((child.kind.kind, action),) if action != "unchanged" else (),
     )
 
 

@@ -4,7 +4,7 @@ updated, adopted, deleted and took over, and each finding, so that `kubectl desc
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from reconciler.modelbooster.status import REASON_IMMUTABLE, REASON_REFUSED, Findings
 from reconciler.runtime.apply import Desired
@@ -29,6 +29,9 @@ class Written:
     removed: tuple[str, ...] = ()  # "<child>: <paths> (set by <manager>)"
     kept: tuple[str, ...] = ()  # the same, for fields someone keeps re-adding
     taken_over: tuple[str, ...] = ()
+
+    def __add__(self, other: Written) -> Written:
+        return Written(**{one.name: getattr(self, one.name) + getattr(other, one.name) for one in fields(self)})
 
 
 def field_not_served(message: str) -> Event:

@@ -53,31 +53,13 @@ class Registered:
 
 def register(context: Context, settings: ModelBoosterSettings) -> Registered:
     manager, process = context.manager, context.settings
-    namespaces = process.namespaces
     metrics = ModelBoosterMetrics(manager.metrics)
-    boosters = manager.informer(MODEL_BOOSTER, namespaces=namespaces, transform=booster_transform)
-
-    def child_informer(kind: Kind) -> Informer:
-        return manager.new_informer(
-            kind,
-            namespaces=namespaces,
-            label_selector=CHILD_SELECTOR,
-            transform=child_transform(field_manager=process.field_manager),
-            indexers={UID_INDEX: label_index(LABEL_MODEL_UID), MODEL_INDEX: model_index},
-        )
-
-    children = ChildInformers(manager, context.discovery, make=child_informer, metrics=metrics, kinds=CHILD_KINDS)
-    # Namespaces being deleted (runtime/namespaces.py): across the cluster, or each watched one by name.
-    if namespaces:
-        namespace_informers = [
-            manager.informer(NAMESPACE, field_selector=f"metadata.name={name}", transform=namespace_transform)
-            for name in namespaces
-        ]
-    else:
-        namespace_informers = [manager.informer(NAMESPACE, transform=namespace_transform)]
+    boosters = manager.informer(MODEL_BOOSTER, namespaces=process.namespaces, transform=booster_transform)
+    children = _child_informers(context, metrics)
+    namespaces = NamespaceLifecycle(_namespace_informers(context))
     blockers = BlockerWatches(manager.client, watch_timeout=manager.options.watch_timeout)
     manager.add_cleanup(blockers.close)
-    pods = setup_pod_informer(manager, namespaces=namespaces)
+    pods = setup_pod_informer(manager, namespaces=process.namespaces)
     lora = LoraUpdater(pods=pods, recorder=context.recorder, timeout=settings.lora_timeout)
     manager.add_cleanup(lora.close)
     dynamic = DynamicSettings(settings.synthesis())
@@ -90,7 +72,7 @@ def register(context: Context, settings: ModelBoosterSettings) -> Registered:
         field_manager=process.field_manager,
         metrics=metrics,
         lora=lora,
-        namespaces=NamespaceLifecycle(namespace_informers),
+        namespaces=namespaces,
         blockers=blockers,
     )
     controller = Controller(
@@ -112,19 +94,50 @@ def register(context: Context, settings: ModelBoosterSettings) -> Registered:
         )
         controller.watch(SettingsConfigMap(config_map, dynamic))
     manager.add_controller(controller)
-    manager.metrics.add_condition_gauge(
+    _add_gauges(context, reconciler)
+    return Registered(controller, reconciler, dynamic)
+
+
+def _child_informers(context: Context, metrics: ModelBoosterMetrics) -> ChildInformers:
+    manager, process = context.manager, context.settings
+
+    def child_informer(kind: Kind) -> Informer:
+        return manager.new_informer(
+            kind,
+            namespaces=process.namespaces,
+            label_selector=CHILD_SELECTOR,
+            transform=child_transform(field_manager=process.field_manager),
+            indexers={UID_INDEX: label_index(LABEL_MODEL_UID), MODEL_INDEX: model_index},
+        )
+
+    return ChildInformers(manager, context.discovery, make=child_informer, metrics=metrics, kinds=CHILD_KINDS)
+
+
+def _namespace_informers(context: Context) -> list[Informer]:
+    """Namespaces being deleted (runtime/namespaces.py): across the cluster, or each watched one by name."""
+    manager, namespaces = context.manager, context.settings.namespaces
+    if not namespaces:
+        return [manager.informer(NAMESPACE, transform=namespace_transform)]
+    return [
+        manager.informer(NAMESPACE, field_selector=f"metadata.name={name}", transform=namespace_transform)
+        for name in namespaces
+    ]
+
+
+def _add_gauges(context: Context, reconciler: ModelBoosterReconciler) -> None:
+    metrics = context.manager.metrics
+    metrics.add_condition_gauge(
         name="modelbooster_servings_older_rendering",
         documentation="ModelServings that keep an older rendering than this version renders (restarted by a "
         "rollout request or the next spec change), by namespace",
         counts=lambda: older_counts(reconciler.known),
         label="namespace",
     )
-    manager.metrics.add_condition_gauge(
+    metrics.add_condition_gauge(
         name="modelbooster_boosters",
         documentation="ModelBoosters per condition that is True",
-        counts=lambda: condition_counts(boosters),
+        counts=lambda: condition_counts(reconciler.boosters),
     )
-    return Registered(controller, reconciler, dynamic)
 
 
 def _pod_mapper(lora: LoraUpdater) -> KeyMapper:
