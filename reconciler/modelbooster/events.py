@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from reconciler.modelbooster.status import REASON_IMMUTABLE, REASON_REFUSED, Findings
 from reconciler.runtime.apply import Desired
 from reconciler.runtime.events import EventKind
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
+    """One Event to post on the ModelBooster."""
+
     type: EventKind
     reason: str
     message: str
