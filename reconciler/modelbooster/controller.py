@@ -6,18 +6,13 @@ returns what it found; the pass alone decides whether to stop, retry or give up.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from reconciler.modelbooster.apply import Applied, apply_children, record_templates, sorted_results, still_current
 from reconciler.modelbooster.children import ChildInformers
-from reconciler.modelbooster.events import (
-    Event,
-    field_not_served,
-    reconciled,
-)
+from reconciler.modelbooster.events import Event, field_not_served, reconciled
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
@@ -58,8 +53,6 @@ from reconciler.runtime.source import ObjectKey
 from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import DEFAULT_GENERATION, Generation
 from shared.naming import backend_resource_name
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
