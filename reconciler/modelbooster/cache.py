@@ -1,17 +1,6 @@
-"""What the ModelBooster controller's informers keep of each object (their transforms).
-
-The caches hold every ModelBooster and every child for as long as the process runs, so they keep, as plain
-values, only what is read on every event or status computation, and pack the rest (reconciler/runtime/lean.py):
-
-- a child: its identity and resourceVersion, labels (the model-uid index, the revision digest), owner
-  references (event mapping, control checks), deletionTimestamp, and the status fields the conditions read
-  (ModelServing `status.conditions` and `status.replicas`). Its spec is packed: only the comparison with the
-  desired child reads it, through `full_object`. Of managedFields only the one bit the apply rules need stays
-  and what other managers own in `spec`, for the foreign-field check (runtime/apply.py
-  `managed_fields_pruner`), packed too.
-- a ModelBooster: metadata and status plain (event handlers and the condition gauge read them); the spec is
-  packed: a reconcile reads the whole object through `full_object`. managedFields and kubectl's
-  last-applied-configuration annotation (a second copy of the whole object) are dropped: nothing reads them.
+"""What the ModelBooster controller's informers keep of each object (docs/design/reconciler.md §13): the caches
+hold every ModelBooster and child for the life of the process, so only what event handlers and status read stays
+plain; the rest is packed (reconciler/runtime/lean.py) or dropped.
 """
 
 from __future__ import annotations

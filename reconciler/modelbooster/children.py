@@ -1,17 +1,6 @@
-"""The child kinds the cluster serves, as one source of the ModelBooster controller (docs/design/reconciler.md §14).
-
-Clusters that run Kthena keep its child CRDs, in one of three generations (shared/autoscaling_generations.py).
-From CRD discovery (reconciler/runtime/discovery.py: one CRD watch) this module composes, for the child kinds:
-- an informer per child kind, running only while that kind is served (reconciler/runtime/kind_informers.py), so
-  a missing kind never holds up readiness, leadership or another ModelBooster;
-- the autoscaling generation (generation.py), read again whenever what is served changes;
-- the schema fit (reconciler/runtime/schema_fit.py): fields the served schema would prune are not written, and
-  are reported once per ModelBooster and field (Warning event `FieldNotServed`, metric
-  `modelbooster_fields_not_served_total`).
-
-As a source (`Controller.watch`), each child's event wakes its controlling ModelBooster, and any change of what
-is served wakes every ModelBooster: one that needed a kind that has just appeared converges by itself, one whose
-kind went away is marked `Failed` with reason `KindNotServed`.
+"""The child kinds the cluster serves, as one source of the ModelBooster controller (docs/design/reconciler.md §14):
+an informer per served child kind, the autoscaling generation and the schema fit, composed from CRD discovery, so
+that a kind not served holds nothing up and any change of what is served wakes every ModelBooster.
 """
 
 from __future__ import annotations

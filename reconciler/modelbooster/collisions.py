@@ -1,11 +1,6 @@
-"""A child name that another ModelBooster's child holds: two ModelBoosters of one namespace generate one name.
-
-Children are named `<model>-<backend>` (docs/design/synthesis.md §2), so `qwen-fixed` with a backend `cpu` and
-`qwen` with a backend `fixed-cpu` both generate `qwen-fixed-cpu`. The one reconciled second meets the other's
-child and must not take it (docs/design/reconciler.md §4). The generic refusal says "delete it, and it is
-created anew", which here only hands the name back to the other ModelBooster; this says what happened and what
-frees the name for good: renaming a backend of one of the two. `modelbooster render` and `validate` refuse such
-a pair offline (shared/name_collisions.py).
+"""A child name another ModelBooster's child holds (docs/design/reconciler.md §4): two ModelBoosters of one
+namespace can generate one name (`<model>-<backend>`), and deleting the child only hands the name back; the
+message says what frees the name for good, renaming a backend of one of the two.
 """
 
 from __future__ import annotations

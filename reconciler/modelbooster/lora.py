@@ -1,29 +1,7 @@
-"""Dynamic LoRA updates (docs/design/reconciler.md §10, with the Q5 fix).
-
-A vLLM backend whose env sets `VLLM_ALLOW_RUNTIME_LORA_UPDATING=true` (first occurrence, case-insensitive)
-can change its `loraAdapters` without a rollout: the running engines load and unload adapters over HTTP
-(`POST http://<podIP>:<RUNTIME_PORT|8100>/v1/load_lora_adapter` / `unload_lora_adapter`, the runtime sidecar's
-API), while the ModelServing keeps the pod template it was created with.
-
-How it fits the level-based reconcile:
-- per (ModelBooster uid, backend) we remember the adapter set the live ModelServing's template was rendered
-  with (`template`) and what each running pod has loaded at runtime (`loaded`, per pod uid; a pod we have not
-  touched has the template's adapters from its command line);
-- when the desired adapters differ from the template, the ModelServing is rendered with the template's
-  adapters instead; if that matches the live object, only adapters changed and the ModelServing is left alone
-  (it is never deleted: the reference's partial update deleted other backends' ModelServings, Q5); otherwise
-  something else changed too and the normal rollout carries the new adapters;
-- then every Running pod of the ModelServing (from the pod informer cache, never a live list) whose loaded set
-  differs from the desired one gets the unload/load calls, each with a timeout. A pod is called only when the
-  ModelServing controls it — its controller reference names that ModelServing's uid, and the ModelServing is
-  controlled by this ModelBooster — and it carries this ModelBooster's uid label: labels alone anyone who may
-  create pods in the namespace can copy, and such a pod would receive the reconciler's requests. An error
-  answer is read up to 4 KiB (a pod may answer anything, of any size). Failures become Warning events
-  and the reconcile is retried with backoff; successes are remembered, so a retry only redoes what failed.
-  New pods (scale-up, restarts) are noticed through pod events and brought up to date the same way.
-
-Known limit, as in the reference: the memory is in-process. After a restart the first reconcile sees the
-ModelServing differ from the desired adapters and rolls it out with them.
+"""Dynamic LoRA updates (docs/design/reconciler.md §10, with the Q5 fix): a vLLM backend that allows runtime LoRA
+updating changes its adapters over HTTP on the running engines instead of by a rollout. Per (ModelBooster uid,
+backend) it remembers which adapters the live template carries and each pod has loaded; that memory is in the
+process (a restart forgets it) and is dropped when the reconcile finds the ModelBooster gone.
 """
 
 from __future__ import annotations
@@ -31,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -46,7 +24,7 @@ from reconciler.runtime.lean import full_object
 from reconciler.runtime.manager import Manager
 from reconciler.runtime.objects import metadata
 from reconciler.runtime.source import ObjectKey
-from shared.api.modelbooster import LoraAdapter, ModelBackend, ModelBooster
+from shared.api.modelbooster import ModelBackend, ModelBooster
 from shared.constants import (
     ENV_ALLOW_RUNTIME_LORA_UPDATING,
     LABEL_MANAGED_BY,
@@ -163,14 +141,30 @@ class LoraUpdater:
         return any(state.diverged for key, state in self._state.items() if key[0] == uid)
 
     # ------------------------------------------------------------------ planning
+    def kept_templates(self, typed: ModelBooster, servings: Informer) -> dict[str, tuple[Adapter, ...]]:
+        """By backend: the adapters its live ModelServing's template carries, where the spec now asks for others.
+        The reconcile renders those templates (rendering.render_with_adapters) for `plan` to compare."""
+        uid = str(typed.metadata.uid)
+        namespace, model = str(typed.metadata.namespace or "default"), str(typed.metadata.name)
+        kept: dict[str, tuple[Adapter, ...]] = {}
+        for backend in typed.spec.backends:
+            state = self._state.get((uid, backend.name))
+            if state is None or not runtime_lora_enabled(backend) or state.template == adapters_of(backend):
+                continue
+            live = servings.get(namespace, backend_resource_name(model, backend.name))
+            if live is not None and is_controlled_by(live, uid):
+                kept[backend.name] = state.template
+        return kept
+
     def plan(
         self,
         *,
         typed: ModelBooster,
         desired: list[Desired],
         servings: Informer,
-        render: Callable[[ModelBooster], list[Desired]],
+        kept: Mapping[str, Desired],
     ) -> LoraPlan:
+        """`kept`: by backend, its ModelServing rendered with the adapters of `kept_templates`."""
         uid = str(typed.metadata.uid)
         namespace, model = str(typed.metadata.namespace or "default"), str(typed.metadata.name)
         desired = list(desired)
@@ -191,7 +185,7 @@ class LoraUpdater:
             if state is None or live is None or not is_controlled_by(live, uid):
                 continue
             if state.template != wanted:
-                previous = self._render_with(typed, backend.name, state.template, render=render, serving=serving)
+                previous = kept.get(backend.name)
                 if previous is None or not child_matches(
                     previous.obj, full_object(live), ignore=previous.foreign_after_create
                 ):
@@ -213,24 +207,6 @@ class LoraUpdater:
         for key in [key for key in self._state if key[0] == uid and key[1] not in enabled]:
             del self._state[key]
         return LoraPlan(desired=desired, work=work, templates=templates, targets=targets)
-
-    @staticmethod
-    def _render_with(
-        typed: ModelBooster,
-        backend_name: str,
-        adapters: tuple[Adapter, ...],
-        *,
-        render: Callable[[ModelBooster], list[Desired]],
-        serving: str,
-    ) -> Desired | None:
-        old = typed.model_copy(deep=True)
-        for backend in old.spec.backends:
-            if backend.name == backend_name:
-                backend.lora_adapters = [LoraAdapter(name=name, artifact_url=url) for name, url in adapters] or None
-        for child in render(old):
-            if child.kind == MODEL_SERVING and child.name == serving:
-                return child
-        return None
 
     def commit(self, *, uid: str, backend: str, template: tuple[Adapter, ...], target: frozenset[Adapter]) -> None:
         """The backend's ModelServing now carries `template` (it was created, updated or found equal)."""
@@ -314,7 +290,6 @@ class LoraUpdater:
                 return f"HTTP {response.status}{': ' + text if text else ''}"
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
 
 
 async def _read_prefix(response: aiohttp.ClientResponse, limit: int) -> bytes:

@@ -1,14 +1,6 @@
-"""The ModelBooster controller's settings: its flags (with the process's environment prefix, reconciler/settings.py)
-and the watched settings ConfigMap.
-
-Precedence, highest first: a key in the settings ConfigMap (read at start-up and watched, so a change
-re-renders children without a restart), the command-line flag, its `MODELBOOSTER_*` environment variable,
-the built-in default. Only the settings that shape children (images, default engine env) live in the
-ConfigMap; the others (workers, LoRA timeout) and the process's settings are fixed for the life of the process.
-
-ConfigMap keys (the first two are Kthena's `model-booster-controller-config` keys, so an existing override
-keeps working): `model_serving_runtime_image`, `model_serving_downloader_image`, `engine_env.json` (a JSON list
-of core/v1 EnvVar objects appended to every engine and runtime container).
+"""The ModelBooster controller's settings (docs/design/reconciler.md §12): its flags, with the process's
+environment prefix, and the watched settings ConfigMap, which overrides what shapes children (images, engine
+env) without a restart.
 """
 
 from __future__ import annotations
@@ -70,11 +62,11 @@ _FLAGS: Final[dict[str, Flag]] = {
 }
 
 
-def add_modelbooster_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=environ)
 
 
-def modelbooster_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ModelBoosterSettings:
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ModelBoosterSettings:
     del environ  # every setting here is a flag (or its variable, already read by the parser)
     return ModelBoosterSettings(
         workers=args.workers,

@@ -1,26 +1,22 @@
-"""ModelBooster status: conditions with observedGeneration, backendStatuses, backendCount, change detection.
-
-Pure functions (docs/design/reconciler.md §8). The reconciler computes the whole status once per reconcile, at the end,
-from what it did and what the caches show, and writes it only if it differs from the stored one. So:
-- no flapping: a reconcile never writes an intermediate `Active=False` on the way to `Active=True`;
-- `lastTransitionTime` changes only when a condition's status changes;
-- a no-op reconcile writes nothing;
-- `Failed` goes back to False on the next successful reconcile (the reference never cleared it: Q6).
-
-The four conditions are always present, in the order Initialized, Active, Failed, UpToDate; conditions of other
-types that someone else added are kept after ours. UpToDate says whether every ModelServing runs the pod
-template this version renders, or how many keep an older one (docs/design/reconciler.md §16).
+"""A ModelBooster's status, derived once per reconcile from what it found and what the caches show
+(docs/design/reconciler.md §8): computed whole, written only when it differs, so a no-op reconcile writes
+nothing and conditions never flap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
-from reconciler.runtime.conditions import WantedCondition, condition_status, merge_conditions
+from reconciler.runtime.apply import is_controlled_by
+from reconciler.runtime.conditions import WantedCondition, condition_status, merge_conditions, status_differs
+from reconciler.runtime.informer import Informer
+from reconciler.runtime.objects import metadata
+from shared.backend_shape import backend_objects
 from shared.constants import CONDITION_ACTIVE, CONDITION_FAILED, CONDITION_INITIALIZED, CONDITION_UP_TO_DATE
+from shared.naming import backend_resource_name
 
 # Reasons and messages. Active/Failed keep the reference's reasons (docs/design/quirks.md §3) so that
 # existing tooling reading them keeps working; the others are ours.
@@ -47,7 +43,7 @@ MESSAGE_CURRENT = "every ModelServing runs the current rendering"
 REASON_OLDER = "OlderRendering"
 REASON_NOT_RENDERED = "NotRendered"
 MESSAGE_NOT_RENDERED = "the children are not rendered (see the Failed condition)"
-
+INT32_MAX: Final = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -70,6 +66,126 @@ class Outcome:
     older: tuple[str, ...] | None = None
     servings: int = 0
     rollout_hint: str = ""
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What stood in the way in one reconcile, by kind; each step returns its own, the reconcile adds them up."""
+
+    not_owned: tuple[str, ...] = ()
+    terminating: tuple[str, ...] = ()
+    failures: tuple[str, ...] = ()
+    unavailable: int = 0  # how many of `failures` say the server is unavailable (runtime/outage.py)
+    # Children the API server refused (422): not retried, since only a change of the ModelBooster or of the
+    # child can make the same write pass; they wake the ModelBooster.
+    refused: tuple[str, ...] = ()
+    held_back: tuple[str, ...] = ()  # changes that would alter a field the served CRD declares immutable
+    lora: tuple[str, ...] = ()  # LoRA calls that failed (already reported by their own events)
+
+    def __add__(self, other: Findings) -> Findings:
+        return Findings(**{one.name: getattr(self, one.name) + getattr(other, one.name) for one in fields(self)})
+
+    @property
+    def ok(self) -> bool:
+        return not (self.failures or self.not_owned or self.lora or self.terminating or self.refused)
+
+    @property
+    def unavailable_only(self) -> bool:
+        return bool(self.failures) and self.unavailable == len(self.failures) and not (
+            self.not_owned or self.lora or self.terminating or self.refused
+        )
+
+    @property
+    def retry(self) -> bool:
+        """Whether retrying may succeed without anything else changing (a refusal or a held-back change may not)."""
+        return bool(self.failures or self.not_owned or self.lora or self.terminating)
+
+    @property
+    def retry_message(self) -> str:
+        return "; ".join(self.not_owned + self.terminating + self.failures + self.lora)
+
+
+def outcome(findings: Findings, *, older: tuple[str, ...], servings: int, rollout_hint: str) -> Outcome:
+    """The status a reconcile's findings give: the first kind found, in this order, names the Failed reason."""
+    applied_all, failure, reason = True, None, REASON_ABNORMAL
+    for messages, reason_now, applied in (
+        (findings.not_owned, REASON_NOT_OWNED, False),
+        (findings.terminating, REASON_CHILD_TERMINATING, False),
+        (findings.failures, REASON_ABNORMAL, False),
+        (findings.refused, REASON_REFUSED, False),
+        (findings.held_back, REASON_IMMUTABLE, True),
+        (findings.lora, REASON_LORA, True),
+    ):
+        if messages:
+            applied_all, failure, reason = applied, "; ".join(messages), reason_now
+            break
+    return Outcome(
+        applied_all=applied_all,
+        failure=failure,
+        failure_reason=reason,
+        older=older,
+        servings=servings,
+        rollout_hint=rollout_hint,
+    )
+
+
+def serving_replicas(serving: Mapping[str, Any] | None) -> int:
+    """The ModelServing's `status.replicas`, or 0 when it holds no valid count (negative, not an integer, beyond
+    int32): anyone with access to the status subresource can write anything there, and a value the
+    ModelBooster's schema refuses would make every status write fail."""
+    value = ((serving or {}).get("status") or {}).get("replicas")
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX
+    return value if valid else 0  # type: ignore[return-value]
+
+
+def backend_names(booster: Mapping[str, Any]) -> list[str]:
+    """Backend names straight from the raw spec (either shape), so status can be computed even for an invalid
+    object."""
+    names: list[str] = []
+    for backend in backend_objects(booster.get("spec")):
+        name = backend.get("name")
+        if isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return names
+
+
+def backend_states(booster: dict[str, Any], servings: Informer | None) -> list[BackendState]:
+    """One state per backend of the spec (names are required and unique: the CRD's list-map), in order, from
+    the ModelServings of this ModelBooster in the cache."""
+    meta = metadata(booster)
+    namespace, model = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    states = []
+    for backend in backend_names(booster):
+        serving = servings.get(namespace, backend_resource_name(model, backend)) if servings is not None else None
+        if serving is not None and not is_controlled_by(serving, str(meta.get("uid"))):
+            serving = None
+        terminating = serving is not None and bool(metadata(serving).get("deletionTimestamp"))
+        available = serving is not None and condition_status(serving.get("status"), "Available") == "True"
+        states.append(
+            BackendState(
+                name=backend,
+                available=available and not terminating,
+                replicas=serving_replicas(serving),
+                terminating=terminating,
+            )
+        )
+    return states
+
+
+def new_status(
+    booster: dict[str, Any], outcome: Outcome, *, servings: Informer | None, now: str
+) -> dict[str, Any] | None:
+    """The status to write, or None when the stored one says the same."""
+    current = booster.get("status")
+    generation = metadata(booster).get("generation")
+    desired = booster_status(
+        current,
+        generation=generation if isinstance(generation, int) else None,
+        outcome=outcome,
+        backends=backend_states(booster, servings),
+        now=now,
+    )
+    return desired if status_differs(current, desired) else None
 
 
 def seconds_between(start: object, end: str) -> float | None:

@@ -357,11 +357,6 @@ class ToleratedFields:
             _, dropped = self._paths.popitem(last=False)
             self._count -= len(dropped)
 
-    def forget(self, uid: str) -> None:
-        dropped = self._paths.pop(uid, None)
-        if dropped:
-            self._count -= len(dropped)
-
 
 @dataclass
 class _ChildRemovals:
@@ -447,11 +442,6 @@ class RemovalHistory:
         self._children.move_to_end(uid)
         while len(self._children) > self._size or (self._entries > self._max_entries and len(self._children) > 1):
             _, dropped = self._children.popitem(last=False)
-            self._entries -= dropped.entries
-
-    def forget(self, uid: str) -> None:
-        dropped = self._children.pop(uid, None)
-        if dropped is not None:
             self._entries -= dropped.entries
 
     def _expire(self, child: _ChildRemovals, now: float) -> None:

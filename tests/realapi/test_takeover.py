@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import pytest
 
-from reconciler.modelbooster.rendering import pod_shaping
+from reconciler.modelbooster.rollout import pod_shaping
 from reconciler.modelbooster.synthesis import synthesize
 from reconciler.runtime.apply import is_subset
 from shared.autoscaling_generations import Generation

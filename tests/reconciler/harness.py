@@ -19,7 +19,6 @@ from typing import Any
 import yaml
 
 from reconciler.assembly import ReconcilerProcess, ReconcilerSettings, build
-from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
@@ -29,6 +28,7 @@ from reconciler.modelbooster.kinds import (
     MODEL_SERVING,
 )
 from reconciler.modelbooster.settings import ModelBoosterSettings
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.kinds import EVENT, Kind
 from reconciler.runtime.leader import LeaseTimings

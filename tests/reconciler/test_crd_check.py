@@ -19,7 +19,7 @@ from reconciler.crdcheck.settings import CrdCheckSettings
 from reconciler.crdcheck.wiring import PEER as CRDCHECK
 from reconciler.inferno.controller import PEER as INFERNO
 from reconciler.inferno.settings import InfernoSettings
-from reconciler.modelbooster.controller import PEER as MODELBOOSTER
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.peer import new_context
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.discovery import CRD

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
     MODEL_BOOSTER,
     MODEL_SERVING,
 )
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.discovery import CRD
 from tests.fakeapi.server import FakeApiServer

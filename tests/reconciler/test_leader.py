@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import MODEL_SERVING
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.runtime.kinds import DEPLOYMENT, LEASE
 from reconciler.runtime.leader import LeaseTimings
 from tests.fakeapi.server import FakeApiServer

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from reconciler.modelbooster.cache import CHILD_KEEP, LAST_APPLIED, booster_transform, child_transform
-from reconciler.modelbooster.controller import serving_available, serving_replicas
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
+from reconciler.modelbooster.status import serving_replicas
 from reconciler.runtime.apply import child_matches, is_controlled_by, manager_owns
 from reconciler.runtime.client import KubeClient, ObjectList
+from reconciler.runtime.conditions import condition_status
 from reconciler.runtime.controller import map_to_controller_owner
 from reconciler.runtime.informer import Informer, label_index
 from reconciler.runtime.lean import LeanObject, PackedFieldError, full_object, lean
@@ -94,7 +95,7 @@ def test_a_child_entry_keeps_everything_event_handlers_and_status_read() -> None
     assert is_controlled_by(cached, "u1")
     assert list(map_to_controller_owner(MODEL_BOOSTER)("MODIFIED", None, cached)) == [ObjectKey("ns", "m")]
     assert list(label_index(LABEL_MODEL_UID)(cached)) == ["u1"]
-    assert serving_available(cached)
+    assert condition_status(cached["status"], "Available") == "True"
     assert serving_replicas(cached) == 2
 
 

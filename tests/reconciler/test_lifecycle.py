@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
+
+from reconciler.modelbooster.controller import Known
 from reconciler.modelbooster.kinds import (
     AUTOSCALING_POLICY,
     AUTOSCALING_POLICY_BINDING,
@@ -15,7 +18,10 @@ from reconciler.modelbooster.kinds import (
     MODEL_SERVER,
     MODEL_SERVING,
 )
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
+from reconciler.runtime.source import ObjectKey
 from tests.reconciler.harness import (
+    NS,
     Cluster,
     RunningReconciler,
     backend,
@@ -288,3 +294,24 @@ async def test_deleting_the_model_booster_leaves_cleanup_to_garbage_collection(
     await quiet(0.3)
     assert all(names == [] for names in cluster.children().values())
     assert child_writes(reconciler) == []
+
+
+async def test_what_was_kept_for_an_earlier_model_booster_of_the_name_goes_at_the_next_reconcile(
+    cluster: Cluster, reconciler: RunningReconciler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleted and created anew between two reconciles, a ModelBooster is never seen gone: the reconcile that
+    finds another uid under its key drops what was kept for the earlier one (docs/design/reconciler.md §2)."""
+    created = cluster.create_booster(booster("m", backend("a")))
+    await converged(cluster, reconciler)
+    state = reconciler.process.registered_by(MODELBOOSTER).reconciler
+    key = ObjectKey(NS, "m")
+    state.known[key] = Known(uid="the-earlier-one", older=3)
+    assert reconciler.metric("modelbooster_servings_older_rendering", namespace=NS) == 3
+    forgotten: list[str] = []
+    for store in (state.recorder, state.children.fit, state.lora):
+        monkeypatch.setattr(store, "forget", forgotten.append)
+
+    await state.reconcile(key)
+    assert forgotten == ["the-earlier-one"] * 3  # Event repeat counts, schema-fit reports, LoRA state
+    assert state.known[key] == Known(uid=created["metadata"]["uid"], older=0)
+    assert reconciler.metric("modelbooster_servings_older_rendering", namespace=NS) == 0

@@ -9,8 +9,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from reconciler.modelbooster import rendering
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVING
+from reconciler.modelbooster.synthesis import synthesize
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.runtime.kinds import POD
+from reconciler.runtime.source import ObjectKey
 from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
 
 
@@ -252,3 +256,49 @@ async def test_an_error_body_is_read_only_as_far_as_its_message(
     # far below the 256 MiB it would send to a reader of the whole body.
     await quiet(0.5)
     assert runtime.error_bytes_sent < 64 << 20
+
+
+async def test_the_lora_state_goes_when_the_reconcile_finds_its_model_booster_gone(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime
+) -> None:
+    """What is kept per ModelBooster (docs/design/reconciler.md §2) has one owner: the reconcile, which drops it
+    once the ModelBooster is gone."""
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    uid = created["metadata"]["uid"]
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=uid)
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: runtime.names("load") == ["chat"], message="chat loaded")
+    state = reconciler.process.registered_by(MODELBOOSTER).reconciler
+    assert state.lora.wants_pod_events(uid)  # the template lacks "chat": new pods need it loaded
+    assert state.known[ObjectKey(NS, "m")].uid == uid
+
+    await cluster.delete(MODEL_BOOSTER, "m")
+    await eventually(lambda: ObjectKey(NS, "m") not in state.known, message="the ModelBooster forgotten")
+    assert not state.lora.wants_pod_events(uid)
+
+
+async def test_synthesis_runs_once_a_reconcile_and_once_more_for_a_template_kept_for_its_adapters(
+    cluster: Cluster, reconciler: RunningReconciler, runtime: FakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LoRA planning is handed the rendering of the kept template (rendering.render_with_adapters); it never
+    renders by itself."""
+    created = cluster.create_booster(booster("m", dynamic_backend(runtime.port, "sql")))
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    await running_pod(cluster, "m-a-0", uid=created["metadata"]["uid"])
+    calls: list[str] = []
+
+    def counted(typed: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(str([b.lora_adapters for b in typed.spec.backends]))
+        return synthesize(typed, *args, **kwargs)
+
+    monkeypatch.setattr(rendering, "synthesize", counted)
+    await reconciler.process.registered_by(MODELBOOSTER).reconciler.reconcile(ObjectKey(NS, "m"))
+    assert len(calls) == 1
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: runtime.names("load") == ["chat"], message="chat loaded")
+    calls.clear()
+    await reconciler.process.registered_by(MODELBOOSTER).reconciler.reconcile(ObjectKey(NS, "m"))
+    assert len(calls) == 2  # the spec's adapters, and the template's the ModelServing keeps
+    assert "chat" in calls[0]
+    assert "chat" not in calls[1]

@@ -17,7 +17,7 @@ from typing import Any, Final
 from process.flags import Flag, add_flags
 from reconciler.assembly import PEERS, ReconcilerSettings, build
 from reconciler.main import add_arguments, settings_from_args
-from reconciler.modelbooster.controller import PEER as MODELBOOSTER
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.peer import Context, Peer
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.controller import Controller, Result

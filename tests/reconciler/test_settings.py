@@ -9,10 +9,10 @@ import pytest
 
 from reconciler.assembly import ReconcilerSettings
 from reconciler.main import add_arguments, settings_from_args
-from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVER, MODEL_SERVING
 from reconciler.modelbooster.settings import DynamicSettings, SettingsError, parse_engine_env
 from reconciler.modelbooster.synthesis import SynthesisSettings
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.runtime.kinds import CONFIG_MAP
 from reconciler.settings import ProcessSettings
 from shared.rollout import ANNOTATION_ROLLOUT

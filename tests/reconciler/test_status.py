@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.modelbooster.status import BackendState, Outcome, booster_status
+import pytest
+
+from reconciler.modelbooster.status import (
+    REASON_ABNORMAL,
+    REASON_CHILD_TERMINATING,
+    REASON_IMMUTABLE,
+    REASON_LORA,
+    REASON_NOT_OWNED,
+    REASON_REFUSED,
+    BackendState,
+    Findings,
+    Outcome,
+    booster_status,
+    outcome,
+)
 from reconciler.runtime.conditions import WantedCondition, merge_conditions, status_differs
 
 T0 = "2026-01-01T00:00:00Z"
@@ -148,3 +162,52 @@ def test_status_differs_by_json_equality() -> None:
     # A stored `true` is not the integer 1 (Python's bool is an int): writing 1 would change the status.
     assert status_differs({"done": True, "replicas": 1}, {"done": 1, "replicas": 1})
     assert not status_differs({"done": True, "replicas": 1.0}, {"done": True, "replicas": 1})
+
+
+# Each kind of finding, the reason it gives, and whether the children count as applied with it.
+KINDS = [
+    ("not_owned", REASON_NOT_OWNED, False),
+    ("terminating", REASON_CHILD_TERMINATING, False),
+    ("failures", REASON_ABNORMAL, False),
+    ("refused", REASON_REFUSED, False),
+    ("held_back", REASON_IMMUTABLE, True),
+    ("lora", REASON_LORA, True),
+]
+
+
+def test_no_finding_is_a_success_that_counts_the_older_renderings() -> None:
+    result = outcome(Findings(), older=("m-a",), servings=2, rollout_hint="ask")
+    assert result == Outcome(applied_all=True, failure=None, older=("m-a",), servings=2, rollout_hint="ask")
+
+
+@pytest.mark.parametrize(("field", "reason", "applied"), KINDS)
+def test_each_kind_of_finding_names_its_reason(field: str, reason: str, applied: bool) -> None:
+    found: dict[str, Any] = {field: ("first", "second")}
+    result = outcome(Findings(**found), older=(), servings=0, rollout_hint="")
+    assert (result.failure_reason, result.failure, result.applied_all) == (reason, "first; second", applied)
+
+
+def test_the_first_kind_found_wins_in_the_order_of_the_table() -> None:
+    found: dict[str, Any] = {field: (field,) for field, _, _ in KINDS}
+    for field, reason, _ in KINDS:
+        result = outcome(Findings(**found), older=(), servings=0, rollout_hint="")
+        assert (result.failure_reason, result.failure) == (reason, field)
+        del found[field]
+
+
+def test_findings_add_up_and_say_whether_to_retry() -> None:
+    down = Findings(failures=("applying x failed: 503",), unavailable=1)
+    refused = Findings(refused=("refused",))
+    assert down.unavailable_only
+    assert not down.ok
+    assert down.retry
+    assert not refused.ok
+    assert not refused.retry
+    assert not Findings(held_back=("held",)).retry
+    assert Findings(held_back=("held",)).ok
+    both = down + refused + Findings(lora=("pod p",))
+    assert both.failures == down.failures
+    assert both.refused == ("refused",)
+    assert both.unavailable == 1
+    assert not both.unavailable_only
+    assert both.retry_message == "applying x failed: 503; pod p"

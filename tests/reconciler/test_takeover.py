@@ -21,7 +21,7 @@ from typing import Any, Final
 import pytest
 
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING, child_kind_of
-from reconciler.modelbooster.rendering import pod_shaping
+from reconciler.modelbooster.rollout import pod_shaping
 from reconciler.modelbooster.synthesis import synthesize
 from reconciler.runtime.apply import is_subset
 from reconciler.runtime.client import KubeClient
