@@ -1,5 +1,5 @@
-"""Rules about a backend as a whole: its type, its env, its engine's port and KV connector, and the names
-that must not repeat (docs/design/validation.md §6).
+"""Rules about a backend as a whole: its type, its env's quantities, its engine's port and KV connector, and the
+names that must not repeat (docs/design/validation.md §3, §6).
 """
 
 from __future__ import annotations
