@@ -1,29 +1,7 @@
-"""When to renew the serving certificate and the CA, and which CAs to trust: pure policy over certificate dates.
-
-The cycle (cert-controller's numbers): the CA lives ten years and is replaced a year before it expires;
-the serving certificate lives a year and is replaced 90 days before it expires, or at once when it no
-longer fits (wrong names, not signed by the current CA).
-
-Which CAs the published bundle (`ca.crt`, the webhook configurations' `caBundle`) holds: the current CA, plus
-every CA that may have signed a certificate a webhook pod still serves. The pods serve what the kubelet last
-projected from the serving Secret and switch to a new certificate within minutes (the kubelet's sync period,
-then the webhook's file check), so a replaced CA is kept for an overlap (`ca_overlap`, a day) counted from the
-`notBefore` of the current serving certificate: once that certificate has been in the Secret that long, no
-pod can still serve one of another CA. A CA also leaves the bundle when it expires, whichever comes first.
-The overlap starts afresh whenever a serving certificate is issued, so during a CA rotation the bundle
-holds old and new CA and a certificate signed by either verifies while the mounted Secret and the API
-server's view of `caBundle` catch up at different speeds.
-
-Which CAs are candidates: the current CA, the CAs of the bundle in the serving Secret, and, only when the
-serving Secret gives no usable certificate (deleted, or unreadable), the CAs the API server trusts right now
-(`trusted`: the injected `caBundle`). In that case the pods still serve the last certificate they loaded,
-which our Secrets no longer describe but the injected bundle verifies; without it a reissue after deleting
-both Secrets would make every admission call fail until the kubelet catches up. Only CA certificates that
-are valid now are taken from it, at most `MAX_INHERITED_CAS`, newest first; why no stricter filter is
-possible is explained in docs/design/certificates.md §6.
-
-The caller must publish the bundle (inject `caBundle`) no later than it starts serving a certificate
-signed by a new CA; `certs/lifecycle.py` produces both in one step.
+"""When to renew the serving certificate and the CA, and which CAs to trust: pure policy over certificate dates,
+so that a fake clock tests it. The cycle, the trust bundle's one-day overlap and the recovery after deleted
+Secrets: docs/design/certificates.md §4, §6. The caller publishes the bundle no later than it serves a
+certificate of a new CA (`certs/lifecycle.py` produces both in one step).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from modelbooster.manifests import (
 from modelbooster.output import OUTPUT_FORMATS, denial_status, format_objects, invalid_status
 from shared.api import inferno as inferno_api
 from shared.api.modelbooster import ModelBooster
-from shared.decoding import decode
+from shared.decoding import decode, without_status
 from shared.defaults import Defaulted, apply_defaults
 from shared.errors import FieldError, format_denial
 from shared.inferno_validation import InfernoIssue, InfernoObjectError, parse_inferno_object, validate_inferno_objects
@@ -221,7 +221,7 @@ def _validate_inferno(
     by_namespace: dict[str, list[tuple[Manifest, Any]]] = defaultdict(list)
     for manifest in manifests:
         try:
-            typed = parse_inferno_object({k: v for k, v in manifest.obj.items() if k != "status"})
+            typed = parse_inferno_object(without_status(manifest.obj))
         except InfernoObjectError as error:
             issues[id(manifest)].extend(error.issues)
             continue

@@ -1,23 +1,8 @@
-"""The ways a ModelBooster names its backends, and the rules about choosing one (docs/design/api.md §8).
-
-Three generations of Kthena wrote the same `workload.serving.volcano.sh/v1alpha1` ModelBooster three ways:
-
-- `spec.backends`: a list of backends, Kthena v0.1.0 (autoscaling, LoRA, route weights);
-- `spec.backend` with `minReplicas` and `maxReplicas`: one backend, Kthena v0.2 to v0.4, whose model-level
-  `spec.autoscalingPolicy` scales that one backend;
-- `spec.backend` with `replicas`: one backend, Kthena v1.0 and later (a fixed count, no autoscaling).
-
-Exactly one of `spec.backend` and `spec.backends` is given, and a `spec.backend` gives either `replicas` or both
-`minReplicas` and `maxReplicas`; which one is the user's choice and is never rewritten into another. The replica
-fields decide how a single backend is read: `replicas` as Kthena v1.0's, `minReplicas`/`maxReplicas` as Kthena
-v0.2-v0.4's (its other fields are the same in both). Internally the single backend is read as a list of one
-(shared/api/modelbooster.py), its autoscaling policy (v0.2-v0.4) as that backend's own, so every rule and every
-child is derived by one code path; this module maps what that path reports (`spec.backends[0]...`) back to the
-field the user wrote (`spec.backend...`, `spec.autoscalingPolicy...`).
-
-The rules live here once and feed the webhook's check (on the raw object, before decoding: which schema applies
-depends on the answer) and the CRD's CEL rules, with the same messages, so that kube-apiserver prints the
-webhook's line when the webhook is down. Every rule tests presence only, so its cost is constant.
+"""The ways a ModelBooster names its backends (`spec.backends`; `spec.backend` with a range or with `replicas`)
+and the rules about choosing one (docs/design/api.md §8). They live here once, for the webhook's check (on the
+raw object, before decoding: which schema applies depends on the answer) and for the CRD's CEL rules, with the
+same messages. Internally a single backend is a list of one; this module maps what that path reports
+(`spec.backends[0]...`) back to the field the user wrote (`spec.backend...`, `spec.autoscalingPolicy...`).
 """
 
 from __future__ import annotations

@@ -51,6 +51,11 @@ def decode(model: type[M], obj: Mapping[str, Any], *, limit: int | None = None) 
     return typed, field_errors(details, model=model, limit=limit) if details else []
 
 
+def without_status(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """`obj` as its spec model reads it: a status (ours, or anyone's) never makes an object invalid."""
+    return {key: value for key, value in obj.items() if key != "status"}
+
+
 def decode_details(model: type[M], obj: Mapping[str, Any]) -> tuple[M | None, list[ErrorDetails]]:
     """The model, or None with pydantic's account of every failure (where in the object, and why)."""
     try:

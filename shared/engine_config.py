@@ -23,7 +23,7 @@ from shared.constants import (
     ENV_RUNTIME_PORT,
     ENV_RUNTIME_URL,
 )
-from shared.gotext import go_type_name, go_value_text, json_kind
+from shared.gotext import go_parse_bool, go_type_name, go_value_text, json_kind
 
 CONFIG_KEY_PORT: Final = "port"
 CONFIG_KEY_SERVED_MODEL_NAME: Final = "served-model-name"
@@ -238,9 +238,6 @@ def served_model_name(model_name: str, workers: Iterable[ModelWorker]) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # Backend env (docs/design/synthesis.md §6, §10)
 
-_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
 
 def find_env(env: Sequence[V1EnvVar] | None, name: str) -> V1EnvVar | None:
     """The first entry with this name (the list may hold duplicates when validation was bypassed)."""
@@ -264,12 +261,8 @@ def env_int(env: Sequence[V1EnvVar] | None, name: str, default: int) -> int:
 
 def env_bool(env: Sequence[V1EnvVar] | None, name: str, default: bool) -> bool:
     """A boolean value parsed like Go's `strconv.ParseBool`; the default when absent or unparsable."""
-    text = env_str(env, name, "")
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
-    return default
+    parsed = go_parse_bool(env_str(env, name, ""))
+    return default if parsed is None else parsed
 
 
 def runtime_port(env: Sequence[V1EnvVar] | None) -> int:

@@ -1,5 +1,6 @@
 """Go's text for values, as the reference printed them: `%v` of a value decoded from JSON into `interface{}`,
-the Go type and JSON kind its `encoding/json` errors name, and `strconv.Quote` (`%q`) of a string.
+the Go type and JSON kind its `encoding/json` errors name, and `strconv.Quote` (`%q`) of a string; and the
+text the reference read as a boolean (`strconv.ParseBool`).
 
 The reference quoted these texts in its messages, and ours repeat them verbatim (docs/design/validation.md §6).
 """
@@ -122,3 +123,17 @@ def _quoted_rune(rune: str) -> str:
     if code < 0x10000:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+# strconv.ParseBool's table: nothing else is a boolean to Go ("yes" and "on" are errors).
+_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def go_parse_bool(text: str) -> bool | None:
+    """Go's `strconv.ParseBool`; None where it returns an error."""
+    if text in _GO_TRUE:
+        return True
+    if text in _GO_FALSE:
+        return False
+    return None

@@ -1,25 +1,7 @@
-"""What of an object that does not decode can still be checked: every error at once (docs/design/validation.md §10).
-
-kube-apiserver answers a create with every field error it finds, schema and rules together: a `memory: 8GB`
-does not hide a `behavior` (validation.md §10 says where it stops). The rules here run on a decoded model, so an
-object that does not decode is first *repaired*, on a copy, until it does:
-
-- a value that does not decode is left out when the schema lets it be absent (an undeclared field, a map entry,
-  an optional field), as if the user had not written it;
-- a required one (or a list item, which cannot be left out without moving its neighbours) is replaced by a
-  *stand-in*, the simplest value its schema admits (`"stand-in"`, `hf://stand-in`, the minimum), and a missing
-  required field gets one;
-- when that still does not decode, the nearest optional field holding the failure is left out instead, up to
-  `ROUNDS` times.
-
-The rules then run on the repaired object, and an error is reported only if what it read was the user's own
-(`trusted`): not when it is about a field that was left out or stood in for, or read one (its path or a path in
-its `reads` lies at or below a repair), and not when it read a whole that holds a stand-in (a sum over the
-backends, the list of workers). A field left out inside a whole it read does not count: the rule saw the whole
-without it, as it would see it once the user fixes that field by removing it.
-
-Repairs are paid only by objects that do not decode, once per failure, and not at all past `MAX_REPAIRED`
-failures (a hostile object): its answer then lists the schema errors alone, as before.
+"""What of an object that does not decode can still be checked, so that one answer holds every error
+(docs/design/validation.md §10): the object is repaired on a copy until it decodes (a value left out, or a
+stand-in, at most `ROUNDS` times), and a rule's error is reported only if all it read was the user's own. Paid
+only by objects that do not decode, and not at all past `MAX_REPAIRED` failures (a hostile object).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The features ModelBooster declares but does not support (docs/design/api.md §3), and how each is refused.
 
-One table feeds both the webhook's rule (shared/validation.py) and the CRD's CEL rule (via the models'
-`x-kubernetes-validations`), so the API server says the same thing when the webhook is down: the CEL rule
-carries `fieldPath` and `reason: FieldValueForbidden`, which makes kube-apiserver print the line the webhook
-prints, `<path>: Forbidden: <detail>` (for a worker's field the path stops at the backend's `workers`: a
-`fieldPath` cannot index a list).
+One table feeds both the webhook's rule (shared/validation/unsupported_features.py) and the CRD's CEL rule
+(via the models' `x-kubernetes-validations`), so the API server says the same thing when the webhook is down:
+the CEL rule carries `fieldPath` and `reason: FieldValueForbidden`, which makes kube-apiserver print the line
+the webhook prints, `<path>: Forbidden: <detail>` (for a worker's field the path stops at the backend's
+`workers`: a `fieldPath` cannot index a list).
 
 The CEL rules must spare objects stored before they existed (a cluster that ran Kthena v0.1.0 holds
 ModelBoosters with `behavior`, ...): kube-apiserver runs them on every write, a label change, a status write and

@@ -56,6 +56,7 @@ from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
 from reconciler.runtime.objects import meta_text
 from shared.api import inferno as api
+from shared.decoding import without_status
 from shared.durations import parse_duration
 
 logger = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ class ClosedLoop:
             if not (obj.get("spec") or {}).get("targetRef"):
                 continue
             try:
-                server = api.Server.model_validate({k: v for k, v in obj.items() if k != "status"})
+                server = api.Server.model_validate(without_status(obj))
             except ValidationError:
                 continue  # the run's validation reports it by field
             found.append(_Targeted(obj, server))

@@ -31,16 +31,13 @@ from reconciler.inferno.signals import DEFAULT_ITL_QUERY, DEFAULT_PROMPT_QUERY, 
 from reconciler.runtime.environment import SettingsError
 from reconciler.settings import ENV_PREFIX
 from shared.durations import DurationError, check_duration, parse_duration
+from shared.gotext import go_parse_bool
 
 FIELD_MANAGER: Final = "modelbooster-inferno"
 
 ENV_HOST: Final = "INFERNO_HOST"
 ENV_PORT: Final = "INFERNO_PORT"
 ENV_STATELESS: Final = "INFERNO_STATELESS"
-# strconv.ParseBool, which the reference used; anything else is an error here (the reference silently
-# turned e.g. "yes" into false, i.e. stateful).
-_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 class InfernoSettingsError(SettingsError):
@@ -85,10 +82,11 @@ class InfernoSettings:
 
 
 def parse_go_bool(text: str, *, name: str) -> bool:
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
+    # strconv.ParseBool, which the reference used; anything else is an error here (the reference silently
+    # turned e.g. "yes" into false, i.e. stateful).
+    parsed = go_parse_bool(text)
+    if parsed is not None:
+        return parsed
     raise InfernoSettingsError(f"{name}={text!r}: must be true or false (1, t, true, 0, f, false)")
 
 

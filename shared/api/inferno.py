@@ -1,26 +1,7 @@
-"""Inferno custom resources: `inferno.platform.ai/v1alpha1` (docs/design/inferno.md §1, §2).
-
-These are the field shapes of the reference Inferno controller, i.e. the "legacy" generation of the Inferno
-API (`alpha`/`beta`, `slo-itl`/`slo-ttw`, `avgLength`, `itlAverage`/`waitAverage`). Python names are
-snake_case; the wire (and CRD) names are the camelCase aliases, so
-`model_dump(by_alias=True, exclude_none=True)` is the form written to the API server.
-
-Where we validate instead of silently remapping (docs/design/inferno.md §2):
-- `ServiceClass.spec.priority` must be 1..100 (the reference defaulted it to 0 and the optimizer then
-  turned anything outside 1..100 into 100, the lowest priority); our default is 100, the same meaning.
-- SLO targets, when given, must be > 0; an absent target means "no target" (the reference used 0 for that).
-- Accelerator costs must be > 0, rates and token counts >= 0, batch sizes and accelerator counts >= 1.
-
-Additive to the reference, every field optional so the reference controller's objects keep working:
-`Optimizer.spec.data.optimizer.saturationPolicy` and `.delayedBestEffort` (the optimizer's own flags, which
-the reference controller could not pass), the Optimizer status fields that record each run (conditions, time,
-duration, cost), `Optimizer.spec.interval` (runs on a schedule), and on the Server what closes the loop
-(docs/design/inferno.md §13): `targetRef` (the workload it stands for, whose replicas and load are measured),
-`actuation`, `minReplicas`/`maxReplicas`, `scaleDownStabilization`, and a status with conditions; and what
-guards and corrects it (docs/design/inferno.md §14-§17): `saturation` thresholds on a ServiceClass or a
-Server, `Model.spec.profileCorrection`, a Server's `trend`, and the status that reports them (`saturation`,
-`performance`, `trend`); and a Server's `disaggregation`, which scales a prefill/decode ModelServing's two roles
-apart (docs/design/inferno.md §19), reported in `roles`, `ratio` and `learntRatio`.
+"""Inferno custom resources, `inferno.platform.ai/v1alpha1`, in the field shapes of the reference Inferno
+controller (its legacy generation), with what we validate instead of remapping and what we add, every addition
+optional so that the reference controller's objects keep working (docs/design/inferno.md §2). Python names are
+snake_case; `model_dump(by_alias=True, exclude_none=True)` is the wire form.
 """
 
 from __future__ import annotations

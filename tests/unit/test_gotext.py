@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.gotext import go_quote
+from shared.gotext import go_parse_bool, go_quote
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,13 @@ def test_printable_non_ascii_is_kept() -> None:
     assert go_quote("1µs") == '"1µs"'
     assert go_quote("Grüße, 日本") == '"Grüße, 日本"'
     assert go_quote("é\n") == r'"é\n"'
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True),
+     ("0", False), ("f", False), ("F", False), ("FALSE", False), ("false", False), ("False", False),
+     ("yes", None), ("on", None), ("tRUE", None), (" true", None), ("", None)],
+)  # fmt: skip
+def test_booleans_are_what_strconv_parsebool_accepts(text: str, parsed: bool | None) -> None:
+    assert go_parse_bool(text) is parsed

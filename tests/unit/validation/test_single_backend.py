@@ -2,7 +2,7 @@
 all: the rules that exactly one of spec.backend and spec.backends is given, each failure with its own type and
 fix — from the webhook's function and from the CRD's CEL rules, with the same line — and the newer line's rules
 (docs/design/validation.md §4 and §6) reported at the `spec.backend` paths the user wrote. Kthena v0.2-v0.4's
-range is tests/unit/test_range_backend_validation.py. Expected lines are written by hand."""
+range is tests/unit/validation/test_range_backend.py. Expected lines are written by hand."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from modelbooster.yaml_loader import LOADERS, YAMLInputError, load_stream
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HEADER = "apiVersion: workload.serving.volcano.sh/v1alpha1\nkind: ModelBooster\nmetadata: {name: m}\n"
-EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "two-backends-model-autoscaling-lora.yaml").read_text()
+EXAMPLE = (Path(__file__).resolve().parents[3] / "examples" / "two-backends-model-autoscaling-lora.yaml").read_text()
 # Pieces of YAML syntax, a few values the API rules care about, and bytes that are not text.
 TOKENS = [
     *"[]{},:-?|>!&*#'\"%@`\n\t ",

@@ -14,7 +14,7 @@ import yaml
 from modelbooster import validate as validate_cli
 from tests.unit.factories import backend, modelbooster, worker
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 EMPTY = "is empty (no documents, or only comments), expected YAML or JSON objects"
 BINARY = "is binary data, expected YAML or JSON objects as UTF-8 text"
 
