@@ -320,10 +320,6 @@ class StateDependentQueue:
     def capacity(self) -> int:
         return self._capacity
 
-    def service_rate(self, n: int) -> float:
-        """mu_n for n >= 1 (constant above the batch size)."""
-        return self._rates[min(n, len(self._rates)) - 1]
-
     def solve(self, arrival_rate: float) -> QueueMetrics:
         if not (arrival_rate >= 0 and math.isfinite(arrival_rate)):
             raise ValueError(f"arrival rate must be finite and >= 0, got {arrival_rate!r}")

@@ -49,6 +49,7 @@ from reconciler.inferno.saturation import Assessment, Thresholds, assess, thresh
 from reconciler.inferno.signals import ServerSignals, SignalQueries, measure_signals
 from reconciler.inferno.stabilizer import Stabilizers
 from reconciler.inferno.targets import Scale, TargetProblem, Targets
+from reconciler.runtime.apply import is_subset
 from reconciler.runtime.client import ApiError, KubeClient
 from reconciler.runtime.conditions import ConditionStatus, WantedCondition, merge_conditions, status_differs
 from reconciler.runtime.events import EventRecorder
@@ -252,7 +253,9 @@ class ClosedLoop:
                 target=ref.name,
             )  # fmt: skip
             measurement = replace(measurement, signals=signals)
-        if not _contains(existing, owned):
+        # Merging `owned` (no nulls) would change nothing: numbers by value (the API server may hand back 60 for
+        # the 60.0 we wrote), true is not 1.
+        if not is_subset(owned, existing):
             try:
                 await self._write_current(one.obj, owned)
             except ApiError as error:
@@ -659,14 +662,6 @@ class ClosedLoop:
             logger.warning("inferno: writing the status of Server %s failed: %s", meta_text(obj, "name"), error)
             return
         self.servers.write_through(stored)
-
-
-def _contains(value: Any, part: Any) -> bool:
-    """Whether merging `part` into `value` (a JSON merge patch without nulls) would change nothing."""
-    if isinstance(part, dict):
-        return isinstance(value, dict) and all(_contains(value.get(key), item) for key, item in part.items())
-    # Numbers compare by value (the API server may hand back 60 for the 60.0 we wrote); true is not 1.
-    return bool(value == part) and isinstance(value, bool) == isinstance(part, bool)
 
 
 def _saturation_status(signals: ServerSignals | None, assessment: Assessment) -> dict[str, Any]:
