@@ -23,7 +23,8 @@ from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpServer
 
 from optimizer.optimize import optimize
-from optimizer.rest import STATE, OptimizerState, make_app
+from optimizer.rest.app import make_app
+from optimizer.rest.state import STATE, OptimizerState
 from optimizer.system import Allocation, allocation_to_resource, system_from_resources
 from reconciler.inferno.controller import register_inferno
 from reconciler.inferno.kinds import ACCELERATOR, CAPACITY, MODEL, OPTIMIZER, SERVER, SERVICE_CLASS
