@@ -22,8 +22,8 @@ from reconciler.certduty.controller import PEER as CERTDUTY
 from reconciler.certduty.settings import CertDutySettings
 from reconciler.crdcheck.controller import PEER as CRDCHECK
 from reconciler.crdcheck.settings import CrdCheckSettings
-from reconciler.inferno.controller import PEER as INFERNO
 from reconciler.inferno.settings import InfernoSettings
+from reconciler.inferno.wiring import PEER as INFERNO
 from reconciler.modelbooster.controller import PEER as MODELBOOSTER
 from reconciler.modelbooster.controller import ModelBoosterReconciler, Registered
 from reconciler.modelbooster.settings import ModelBoosterSettings
