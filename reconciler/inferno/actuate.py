@@ -15,7 +15,7 @@ from typing import Any, Final
 from optimizer.system import Allocation
 from reconciler.inferno.ceilings import Ceilings
 from reconciler.inferno.consent import ScalingGate
-from reconciler.inferno.decide import Adjusted
+from reconciler.inferno.decide import Adjusted, ServerDecision
 from reconciler.inferno.disaggregation import LearntRatio, Ratio
 from reconciler.inferno.guardrail import Guarded, control
 from reconciler.inferno.measure import REASON_METRICS_UNAVAILABLE, Measurement
@@ -65,27 +65,18 @@ class Scaling:
                    status=status or {})  # fmt: skip
 
 
+@dataclass
 class Actuator:
-    def __init__(
-        self,
-        *,
-        servers: Informer,
-        targets: Targets,
-        gate: ScalingGate,
-        ceilings: Ceilings,
-        recorder: EventRecorder,
-        metrics: InfernoMetrics,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.servers = servers
-        self.targets = targets
-        self.gate = gate
-        self.ceilings = ceilings
-        self.recorder = recorder
-        self.metrics = metrics
-        self.stabilizers = Stabilizers()
-        self._learnt: dict[tuple[str, str], LearntRatio] = {}  # per disaggregated Server without a prefill rate
-        self._clock = clock
+    servers: Informer  # the Servers' cache, for the other Servers that name the same target
+    targets: Targets
+    gate: ScalingGate
+    ceilings: Ceilings
+    recorder: EventRecorder
+    metrics: InfernoMetrics
+    clock: Callable[[], float] = time.monotonic
+    stabilizers: Stabilizers = field(default_factory=Stabilizers)
+    # Per disaggregated Server without a measured prefill rate.
+    _learnt: dict[tuple[str, str], LearntRatio] = field(default_factory=dict)
 
     def forget(self, namespace: str, name: str) -> None:
         """Drop what was kept for a Server that is gone."""
@@ -94,14 +85,8 @@ class Actuator:
             self.stabilizers.forget(namespace, _role_key(name, side))
         self._learnt.pop((namespace, name), None)
 
-    async def scale(
-        self,
-        namespace: str,
-        obj: dict[str, Any],
-        allocation: Allocation | None,
-        measurement: Measurement,
-        adjusted: Adjusted,
-    ) -> Scaling:
+    async def scale(self, namespace: str, decision: ServerDecision, adjusted: Adjusted) -> Scaling:
+        obj, allocation, measurement = decision.obj, decision.allocation, decision.measurement
         spec = obj.get("spec") or {}
         ref = spec.get("targetRef") or {}
         target = f"{ref.get('kind')} {ref.get('name')}"
@@ -148,7 +133,7 @@ class Actuator:
         stabilized, guarded = control(
             decided=allocation.num_replicas, current=scale.spec_replicas, minimum=bounds.minimum,
             maximum=bounds.maximum, assessment=adjusted.assess(spec, measurement), stabilizer=stabilizer,
-            now=self._clock(),
+            now=self.clock(),
         )  # fmt: skip
         guard = guarded if thresholds is not None else None
         if thresholds is None:
@@ -202,7 +187,7 @@ class Actuator:
         decision = decide_roles(
             spec=pd, decided_decode=allocation.num_replicas, live=live, signals=measurement.role_signals or {},
             thresholds=adjusted.thresholds(spec), ceilings=self.ceilings, stabilizers=stabilizers,
-            learnt=self._learnt_ratio(namespace, name, pd), now=self._clock(),
+            learnt=self._learnt_ratio(namespace, name, pd), now=self.clock(),
         )  # fmt: skip
         status = roles_status(decision, learnt=self._learnt.get((namespace, name)) if pd.prefill_tokens_per_second
                                is None else None)  # fmt: skip

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from optimizer.system import System
-from reconciler.inferno.correction import Corrections, Observed
+from optimizer.system import Allocation
+from reconciler.inferno.correction import Observed
 from reconciler.inferno.measure import Measurement
 from reconciler.inferno.saturation import Assessment, Thresholds, assess, thresholds_for
 from shared.api import inferno as api
@@ -47,19 +47,18 @@ class Adjusted:
         return assess(measurement.signals.saturation, thresholds, replicas=measurement.scale.observed)
 
 
-def adjust(
-    corrections: Corrections,
-    namespace: str,
-    system: System,
-    *,
-    servers: Mapping[str, dict[str, Any]],
-    measurements: Mapping[str, Measurement],
-    profile_corrections: Mapping[str, api.ProfileCorrection],
-    saturation: Mapping[str, api.SaturationSpec],
-) -> Adjusted:
-    """Feed this period's observations to `corrections`, then size `system` (in place) with what was learnt and
-    the trends."""
-    observed = {
+@dataclass(frozen=True)
+class ServerDecision:
+    """One targeted Server's part of a run, as acting and reporting take it."""
+
+    obj: dict[str, Any]  # the Server as cached
+    allocation: Allocation | None  # the optimiser's answer; None: not placed
+    measurement: Measurement
+
+
+def observed(measurements: Mapping[str, Measurement]) -> dict[str, Observed]:
+    """What each measured Server's pods said this period, as the corrections learn from it."""
+    return {
         name: Observed(
             signals=measurement.signals,
             replicas=measurement.scale.observed if measurement.scale is not None else 0,
@@ -67,5 +66,3 @@ def adjust(
         )
         for name, measurement in measurements.items()
     }
-    pieces = corrections.adjust(namespace, system, servers=servers, observed=observed, corrections=profile_corrections)
-    return Adjusted(pieces=pieces, class_saturation=dict(saturation))

@@ -16,7 +16,7 @@ from reconciler.inferno.actuate import Actuator
 from reconciler.inferno.ceilings import Ceilings
 from reconciler.inferno.consent import ScalingGate
 from reconciler.inferno.correction import Corrections
-from reconciler.inferno.decide import Adjusted, adjust
+from reconciler.inferno.decide import Adjusted, ServerDecision, observed
 from reconciler.inferno.load import LoadQueries
 from reconciler.inferno.measure import Measurement, Measurer
 from reconciler.inferno.metrics import InfernoMetrics
@@ -117,11 +117,12 @@ class ClosedLoop:
         corrections: Mapping[str, api.ProfileCorrection],
         saturation: Mapping[str, api.SaturationSpec],
     ) -> Adjusted:
-        """Step 2, before the optimiser: `system` sized with what was learnt; what the later steps need."""
-        return adjust(
-            self.corrections, namespace, system, servers=servers, measurements=measurements,
-            profile_corrections=corrections, saturation=saturation,
-        )  # fmt: skip
+        """Step 2, before the optimiser: this period's observations learnt from, and `system` sized (in place) with
+        what was learnt and the trends; what the later steps need, as one value."""
+        pieces = self.corrections.adjust(
+            namespace, system, servers=servers, observed=observed(measurements), corrections=corrections
+        )
+        return Adjusted(pieces=pieces, class_saturation=dict(saturation))
 
     async def actuate(
         self,
@@ -145,40 +146,20 @@ class ClosedLoop:
             if measurement is not None and not measurement.load_ok:
                 stale.append(name)
             if measurement is not None:
-                jobs.append(
-                    self._act_bounded(
-                        namespace, obj, allocation=allocation, measurement=measurement, adjusted=adjusted, series=series
-                    )
-                )
+                decision = ServerDecision(obj, allocation, measurement)
+                jobs.append(self._act_bounded(namespace, decision, adjusted=adjusted, series=series))
         await asyncio.gather(*jobs)
         self.metrics.publish_servers(namespace, series)
         return sorted(stale)
 
     async def _act_bounded(
-        self,
-        namespace: str,
-        obj: dict[str, Any],
-        *,
-        allocation: Allocation | None,
-        measurement: Measurement,
-        adjusted: Adjusted,
-        series: Series,
+        self, namespace: str, decision: ServerDecision, *, adjusted: Adjusted, series: Series
     ) -> None:
         async with self._semaphore:
-            await self._act(
-                namespace, obj, allocation=allocation, measurement=measurement, adjusted=adjusted, series=series
-            )
+            await self._act(namespace, decision, adjusted=adjusted, series=series)
 
-    async def _act(
-        self,
-        namespace: str,
-        obj: dict[str, Any],
-        *,
-        allocation: Allocation | None,
-        measurement: Measurement,
-        adjusted: Adjusted,
-        series: Series,
-    ) -> None:
+    async def _act(self, namespace: str, decision: ServerDecision, *, adjusted: Adjusted, series: Series) -> None:
+        obj, measurement = decision.obj, decision.measurement
         spec = obj.get("spec") or {}
         name = meta_text(obj, "name")
         load_status: ConditionStatus = "True" if measurement.load_ok else "False"
@@ -189,7 +170,7 @@ class ClosedLoop:
             status["saturation"] = saturation_status(measurement.signals, assessment)
         publish_signals(self.metrics, namespace, name, assessment=assessment, status=status, series=series)
         if spec.get("actuation") == api.ACTUATION_SCALE:
-            scaling = await self.actuator.scale(namespace, obj, allocation, measurement, adjusted)
+            scaling = await self.actuator.scale(namespace, decision, adjusted)
             wanted.append(scaling.condition)
             if scaling.changed:
                 status["lastScaleTime"] = self._now()

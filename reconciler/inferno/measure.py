@@ -56,31 +56,18 @@ class _Targeted:
         return meta_text(self.obj, "name")
 
 
+@dataclass(frozen=True)
 class Measurer:
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        servers: Informer,
-        server_kind: Kind,
-        targets: Targets,
-        metrics: InfernoMetrics,
-        field_manager: str,
-        prometheus: PrometheusClient | None,
-        queries: LoadQueries,
-        signal_queries: SignalQueries,
-        semaphore: asyncio.Semaphore,
-    ) -> None:
-        self.client = client
-        self.servers = servers
-        self.server_kind = server_kind
-        self.targets = targets
-        self.metrics = metrics
-        self.field_manager = field_manager
-        self.prometheus = prometheus
-        self.queries = queries
-        self.signal_queries = signal_queries
-        self._semaphore = semaphore
+    targets: Targets
+    prometheus: PrometheusClient | None  # None: loads are what the Servers say
+    queries: LoadQueries
+    signal_queries: SignalQueries
+    metrics: InfernoMetrics
+    client: KubeClient
+    servers: Informer  # the Servers' cache: read, and written through with each currentAlloc written
+    server_kind: Kind
+    field_manager: str
+    semaphore: asyncio.Semaphore  # the loop's bound on work in flight, shared with acting
 
     def _targeted(self, namespace: str) -> list[_Targeted]:
         found = []
@@ -101,7 +88,7 @@ class Measurer:
         return {one.name: result for one, result in zip(targeted, results, strict=True)}
 
     async def _measure_bounded(self, namespace: str, one: _Targeted) -> Measurement:
-        async with self._semaphore:
+        async with self.semaphore:
             return await self._measure_one(namespace, one)
 
     async def _measure_one(self, namespace: str, one: _Targeted) -> Measurement:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from prometheus_client import Gauge
@@ -99,25 +100,15 @@ def publish_signals(
         series.add((metrics.profile_drift, (namespace, name)))
 
 
+@dataclass(frozen=True)
 class Reporter:
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        servers: Informer,
-        server_kind: Kind,
-        recorder: EventRecorder,
-        metrics: InfernoMetrics,
-        field_manager: str,
-        now: Callable[[], str],
-    ) -> None:
-        self.client = client
-        self.servers = servers
-        self.server_kind = server_kind
-        self.recorder = recorder
-        self.metrics = metrics
-        self.field_manager = field_manager
-        self._now = now
+    recorder: EventRecorder
+    metrics: InfernoMetrics
+    client: KubeClient
+    servers: Informer  # written through with what the status write stored
+    server_kind: Kind
+    field_manager: str
+    now: Callable[[], str]
 
     async def override_condition(self, obj: dict[str, Any], guarded: Guarded) -> WantedCondition:
         """The SaturationOverride condition; a Warning event and the metric when the guardrail overrules."""
@@ -145,7 +136,7 @@ class Reporter:
             ):
                 event = EVENT_LOAD_UNAVAILABLE if want.type == CONDITION_LOAD_MEASURED else EVENT_NOT_SCALED
                 await self.recorder.emit(obj, type="Warning", reason=event, message=want.message)
-        conditions = merge_conditions(old_status.get("conditions"), wanted, generation=None, now=self._now())
+        conditions = merge_conditions(old_status.get("conditions"), wanted, generation=None, now=self.now())
         status: dict[str, Any] = {"conditions": conditions}
         status.update(extra)
         if not status_differs(old_status, status):
