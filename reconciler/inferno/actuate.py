@@ -24,7 +24,7 @@ from reconciler.inferno.report import CONDITION_SCALING_ACTIVE, roles_status
 from reconciler.inferno.roles import SIDES, RolesDecision, Side, decide_roles, live_roles, roles_patch
 from reconciler.inferno.roles import describe as describe_roles
 from reconciler.inferno.stabilizer import Stabilizers
-from reconciler.inferno.targets import TargetProblem, Targets
+from reconciler.inferno.targets import Bounds, Scale, TargetProblem, Targets
 from reconciler.runtime.client import ApiError
 from reconciler.runtime.conditions import WantedCondition
 from reconciler.runtime.events import EventRecorder
@@ -86,37 +86,19 @@ class Actuator:
         self._learnt.pop((namespace, name), None)
 
     async def scale(self, namespace: str, decision: ServerDecision, adjusted: Adjusted) -> Scaling:
-        obj, allocation, measurement = decision.obj, decision.allocation, decision.measurement
+        cleared = clear(decision)
+        if isinstance(cleared, Scaling):
+            return cleared
+        obj, measurement = decision.obj, decision.measurement
         spec = obj.get("spec") or {}
         ref = spec.get("targetRef") or {}
-        target = f"{ref.get('kind')} {ref.get('name')}"
-        if measurement.kind is None or measurement.scale is None:
-            return Scaling.blocked(measurement.reason, f"not scaling: {measurement.message}")
-        if not measurement.load_ok:
-            return Scaling.blocked(REASON_METRICS_UNAVAILABLE, f"not scaling {target} on missing data")
-        if allocation is None or not allocation.accelerator:
-            message = f"the last run could not place this server; {target} left as is"
-            return Scaling.blocked(REASON_UNALLOCATED, message)
-        current_accelerator = str((spec.get("currentAlloc") or {}).get("accelerator") or "")
-        if not current_accelerator:
-            return Scaling.blocked(
-                REASON_ACCELERATOR_UNKNOWN,
-                f"set spec.currentAlloc.accelerator to the accelerator {target} runs on; the optimiser recommends "
-                f"{allocation.num_replicas} x {allocation.accelerator}",
-            )
-        if allocation.accelerator != current_accelerator:
-            return Scaling.blocked(
-                REASON_ACCELERATOR_CHANGE,
-                f"the optimiser recommends {allocation.num_replicas} x {allocation.accelerator} instead of "
-                f"{current_accelerator}; Scale never changes an accelerator: move {target} yourself",
-            )
-        kind, scale = measurement.kind, measurement.scale
         name = meta_text(obj, "name")
         server_min, server_max = spec.get("minReplicas"), spec.get("maxReplicas")
         if measurement.roles is not None:
             # The roles carry their own bounds (spec.disaggregation); the Server's are for a /scale target only.
             pd = spec.get("disaggregation") or {}
             server_min, server_max = 0, max(int((pd.get(side) or {}).get("maxReplicas") or 1) for side in SIDES)
+        kind = cleared.kind
         try:
             bounds = await self.gate.admit(
                 kind, namespace, str(ref.get("name")), server=name, server_min=server_min, server_max=server_max,
@@ -125,8 +107,21 @@ class Actuator:
         except TargetProblem as problem:
             return Scaling.blocked(problem.reason, problem.message)
         if measurement.roles is not None:
-            return await self._scale_roles(namespace, obj, allocation, measurement, adjusted)
-        bounds = self.ceilings.limit(bounds)
+            return await self._scale_roles(namespace, obj, cleared.allocation, measurement, adjusted)
+        return await self._scale_target(
+            namespace, decision, cleared, adjusted=adjusted, bounds=self.ceilings.limit(bounds)
+        )
+
+    async def _scale_target(
+        self, namespace: str, decision: ServerDecision, cleared: Cleared, *, adjusted: Adjusted, bounds: Bounds
+    ) -> Scaling:
+        """A /scale target: the decision through the guardrail, the stabiliser and the step ceiling, then set."""
+        obj, measurement = decision.obj, decision.measurement
+        kind, scale, allocation = cleared.kind, cleared.scale, cleared.allocation
+        spec = obj.get("spec") or {}
+        ref = spec.get("targetRef") or {}
+        target = f"{ref.get('kind')} {ref.get('name')}"
+        name = meta_text(obj, "name")
         asked = parse_duration(spec.get("scaleDownStabilization") or api.DEFAULT_SCALE_DOWN_STABILIZATION) / 1e9
         stabilizer = self.stabilizers.get(namespace, name, window=self.ceilings.window(asked))
         thresholds = adjusted.thresholds(spec)
@@ -256,6 +251,44 @@ class Actuator:
                 continue
             rivals.append(meta_text(obj, "name"))
         return rivals
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """What a Server cleared for Scale actuation brings: its target's kind and scale, and where it was placed."""
+
+    kind: Kind
+    scale: Scale
+    allocation: Allocation
+
+
+def clear(decision: ServerDecision) -> Scaling | Cleared:
+    """Why Scale actuation leaves this Server's target alone before asking anyone (missing data, no placement, a
+    decision on another accelerator: Scale changes counts, never hardware), or what it goes on with."""
+    spec = decision.obj.get("spec") or {}
+    ref = spec.get("targetRef") or {}
+    target = f"{ref.get('kind')} {ref.get('name')}"
+    allocation, measurement = decision.allocation, decision.measurement
+    if measurement.kind is None or measurement.scale is None:
+        return Scaling.blocked(measurement.reason, f"not scaling: {measurement.message}")
+    if not measurement.load_ok:
+        return Scaling.blocked(REASON_METRICS_UNAVAILABLE, f"not scaling {target} on missing data")
+    if allocation is None or not allocation.accelerator:
+        return Scaling.blocked(REASON_UNALLOCATED, f"the last run could not place this server; {target} left as is")
+    current_accelerator = str((spec.get("currentAlloc") or {}).get("accelerator") or "")
+    if not current_accelerator:
+        return Scaling.blocked(
+            REASON_ACCELERATOR_UNKNOWN,
+            f"set spec.currentAlloc.accelerator to the accelerator {target} runs on; the optimiser recommends "
+            f"{allocation.num_replicas} x {allocation.accelerator}",
+        )
+    if allocation.accelerator != current_accelerator:
+        return Scaling.blocked(
+            REASON_ACCELERATOR_CHANGE,
+            f"the optimiser recommends {allocation.num_replicas} x {allocation.accelerator} instead of "
+            f"{current_accelerator}; Scale never changes an accelerator: move {target} yourself",
+        )
+    return Cleared(measurement.kind, measurement.scale, allocation)
 
 
 def _role_key(name: str, side: Side) -> str:

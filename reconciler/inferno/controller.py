@@ -173,17 +173,7 @@ class OptimizerReconciler:
                 raise ReconcileError(f"{key}: {failure.message}") from None
             raise TerminalError(f"{key}: {failure.message}") from None
         duration = self._clock() - started
-        allocated = {name: answer.allocations[name] for name in inputs.servers if name in answer.allocations}
-        unallocated = sorted(name for name in inputs.servers if name not in allocated)
-        total_cost = sum(allocation.cost for allocation in allocated.values())
-        message = (
-            f"{len(allocated)} servers allocated, {len(unallocated)} unallocated, "
-            f"total cost {total_cost:g} cents/h ({answer.how})"
-        )
-        if unallocated:
-            message += f"; unallocated: {', '.join(unallocated)}"
-        if stale:
-            message += f"; load not measured (last load kept): {', '.join(stale)}"
+        unallocated, total_cost, message = _outcome(inputs.servers, answer, stale=stale)
         status = {
             "done": True,
             "conditions": self._conditions(optimizer, "True", REASON_SUCCEEDED, message),
@@ -386,6 +376,22 @@ class OptimizerReconciler:
         )
         self.informers[OPTIMIZER].write_through(stored)
         return stored
+
+
+def _outcome(servers: Mapping[str, Any], answer: Answer, *, stale: Sequence[str]) -> tuple[list[str], float, str]:
+    """A successful run's unallocated Servers, total cost, and the message that says it."""
+    allocated = {name: answer.allocations[name] for name in servers if name in answer.allocations}
+    unallocated = sorted(name for name in servers if name not in allocated)
+    total_cost = sum(allocation.cost for allocation in allocated.values())
+    message = (
+        f"{len(allocated)} servers allocated, {len(unallocated)} unallocated, "
+        f"total cost {total_cost:g} cents/h ({answer.how})"
+    )
+    if unallocated:
+        message += f"; unallocated: {', '.join(unallocated)}"
+    if stale:
+        message += f"; load not measured (last load kept): {', '.join(stale)}"
+    return unallocated, total_cost, message
 
 
 async def _bounded(calls: Sequence[Awaitable[_T]], *, limit: int) -> list[_T | BaseException]:

@@ -119,47 +119,11 @@ class Measurer:
             roles=roles,
         )  # fmt: skip
         if self.prometheus is not None:
-            try:
-                load = await measure_load(
-                    self.prometheus,
-                    self.queries,
-                    namespace=namespace,
-                    model=spec.model,
-                    server=spec.name,
-                    target=ref.name,
-                )
-            except QueryFailure as failure:
-                self.metrics.load_failures.labels(failure.reason).inc()
-                message = f"Prometheus: {failure.message}; keeping the last load, scaling nothing"
-                measurement = Measurement(kind, scale, False, REASON_METRICS_UNAVAILABLE, message, roles=roles)
-            else:
-                measured: dict[str, Any] = {"arrivalRate": round(load.arrival_rate, ARRIVAL_DIGITS)}
-                if load.avg_length is not None:
-                    measured["avgLength"] = load.avg_length
-                else:
-                    last = (existing or {}).get("load") if isinstance(existing, dict) else None
-                    if not isinstance(last, dict) or "avgLength" not in last:
-                        measured["avgLength"] = 0  # required with arrivalRate; no traffic has no length yet
-                owned["load"] = measured
-                measurement = Measurement(
-                    kind,
-                    scale,
-                    True,
-                    REASON_MEASURED,
-                    f"replicas from {kind.kind} {ref.name}; load from Prometheus over {self.queries.window}",
-                    roles=roles,
-                )
-        if self.prometheus is not None and measurement.load_ok and roles is not None:
-            assert spec.disaggregation is not None
-            by_role = await self._role_signals(namespace, spec, ref.name, spec.disaggregation)
-            # The Server's own signals are its decode pods': the queueing model the optimiser sizes is decode's.
-            measurement = replace(measurement, signals=by_role["decode"], role_signals=by_role)
-        elif self.prometheus is not None and measurement.load_ok:
-            signals = await measure_signals(
-                self.prometheus, self.signal_queries, namespace=namespace, model=spec.model, server=spec.name,
-                target=ref.name,
-            )  # fmt: skip
-            measurement = replace(measurement, signals=signals)
+            measurement, load = await self._measure_load(namespace, spec, kind, measurement, existing=existing)
+            if load is not None:
+                owned["load"] = load
+            if measurement.load_ok:
+                measurement = await self._with_signals(namespace, spec, measurement)
         # Merging `owned` (no nulls) would change nothing: numbers by value (the API server may hand back 60 for
         # the 60.0 we wrote), true is not 1.
         if not is_subset(owned, existing):
@@ -168,6 +132,45 @@ class Measurer:
             except ApiError as error:
                 return Measurement(kind, scale, False, "WriteFailed", f"writing currentAlloc: {error}")
         return measurement
+
+    async def _measure_load(
+        self, namespace: str, spec: api.ServerSpec, kind: Kind, measurement: Measurement, *, existing: Any
+    ) -> tuple[Measurement, dict[str, Any] | None]:
+        """The load from Prometheus, as `currentAlloc.load` will hold it (None: not measured, the last one kept)."""
+        assert self.prometheus is not None
+        assert spec.target_ref is not None
+        target = spec.target_ref.name
+        try:
+            load = await measure_load(
+                self.prometheus, self.queries, namespace=namespace, model=spec.model, server=spec.name, target=target
+            )
+        except QueryFailure as failure:
+            self.metrics.load_failures.labels(failure.reason).inc()
+            message = f"Prometheus: {failure.message}; keeping the last load, scaling nothing"
+            return replace(measurement, load_ok=False, reason=REASON_METRICS_UNAVAILABLE, message=message), None
+        measured: dict[str, Any] = {"arrivalRate": round(load.arrival_rate, ARRIVAL_DIGITS)}
+        if load.avg_length is not None:
+            measured["avgLength"] = load.avg_length
+        else:
+            last = (existing or {}).get("load") if isinstance(existing, dict) else None
+            if not isinstance(last, dict) or "avgLength" not in last:
+                measured["avgLength"] = 0  # required with arrivalRate; no traffic has no length yet
+        message = f"replicas from {kind.kind} {target}; load from Prometheus over {self.queries.window}"
+        return replace(measurement, reason=REASON_MEASURED, message=message), measured
+
+    async def _with_signals(self, namespace: str, spec: api.ServerSpec, measurement: Measurement) -> Measurement:
+        """The saturation and latency signals; a disaggregated target's per role, the Server's own being decode's
+        (the queueing model the optimiser sizes is decode's)."""
+        assert self.prometheus is not None
+        assert spec.target_ref is not None
+        if spec.disaggregation is not None:
+            by_role = await self._role_signals(namespace, spec, spec.target_ref.name, spec.disaggregation)
+            return replace(measurement, signals=by_role["decode"], role_signals=by_role)
+        signals = await measure_signals(
+            self.prometheus, self.signal_queries, namespace=namespace, model=spec.model, server=spec.name,
+            target=spec.target_ref.name,
+        )  # fmt: skip
+        return replace(measurement, signals=signals)
 
     async def _role_signals(
         self, namespace: str, spec: api.ServerSpec, target: str, pd: api.DisaggregationSpec

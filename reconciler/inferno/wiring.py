@@ -41,11 +41,7 @@ def register(context: Context, settings: InfernoSettings) -> OptimizerReconciler
     informers = {
         kind: manager.informer(kind, namespaces=namespaces, transform=without_managed_fields) for kind in INFERNO_KINDS
     }
-    solver: Solver
-    if settings.remote is None:
-        solver = EmbeddedSolver()
-    else:
-        solver = RemoteSolver(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
+    solver = _solver(settings, metrics)
     loop = ClosedLoop(
         client=client,
         servers=informers[SERVER],
@@ -79,16 +75,7 @@ def register(context: Context, settings: InfernoSettings) -> OptimizerReconciler
         metrics=manager.metrics,
     )
     controller.watch(informers[OPTIMIZER], map_optimizer, primary=True)
-
-    async def publish_while_leading() -> None:
-        """The per-Server series are the leader's decisions: a replica that stops leading withdraws them, so
-        KEDA or an HPA never reads a stale decision beside the new leader's."""
-        try:
-            await asyncio.Event().wait()
-        finally:
-            metrics.withdraw_servers()
-
-    manager.add_leader_task("inferno-decisions", publish_while_leading, needs=())
+    manager.add_leader_task("inferno-decisions", lambda: _publish_while_leading(metrics), needs=())
     mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=solver.mirrors)
     for kind in INFERNO_INPUT_KINDS:
         controller.watch(informers[kind], mapper)
@@ -101,6 +88,21 @@ def register(context: Context, settings: InfernoSettings) -> OptimizerReconciler
         else f"from Prometheus at {settings.prometheus.display_url}",
     )
     return reconciler
+
+
+def _solver(settings: InfernoSettings, metrics: InfernoMetrics) -> Solver:
+    if settings.remote is None:
+        return EmbeddedSolver()
+    return RemoteSolver(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
+
+
+async def _publish_while_leading(metrics: InfernoMetrics) -> None:
+    """The per-Server series are the leader's decisions: a replica that stops leading withdraws them, so KEDA or
+    an HPA never reads a stale decision beside the new leader's."""
+    try:
+        await asyncio.Event().wait()
+    finally:
+        metrics.withdraw_servers()
 
 
 PEER: Final = Peer(
