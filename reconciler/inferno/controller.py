@@ -10,13 +10,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
-from pydantic import ValidationError
-
-from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
-from reconciler.inferno.kinds import ACCELERATOR, CAPACITY, INFERNO_INPUT_KINDS, MODEL, OPTIMIZER, SERVER, SERVICE_CLASS
+from optimizer.system import Allocation, allocation_to_resource
+from reconciler.inferno.inputs import Inputs, gather
+from reconciler.inferno.kinds import OPTIMIZER, SERVER
 from reconciler.inferno.loop import ClosedLoop
 from reconciler.inferno.mapping import generation, optimize_requested, optimizer_interval
 from reconciler.inferno.metrics import InfernoMetrics
@@ -36,13 +34,6 @@ from reconciler.runtime.kinds import Kind
 from reconciler.runtime.objects import meta_text, metadata
 from reconciler.runtime.source import ObjectKey
 from shared.api import inferno as api
-from shared.inferno_validation import (
-    InfernoIssue,
-    InfernoObjectError,
-    issues_from_validation_error,
-    parse_inferno_object,
-    validate_inferno_objects,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -53,18 +44,6 @@ EVENT_OPTIMIZED: Final = "Optimized"
 EVENT_MIRROR_FAILED: Final = "MirrorFailed"
 
 _T = TypeVar("_T")
-
-
-# --- the reconcile ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Inputs:
-    system: System
-    servers: dict[str, dict[str, Any]]  # spec.name -> the Server object as cached
-    objects: list[tuple[Kind, dict[str, Any]]] = field(default_factory=list)  # every input object, for status
-    corrections: dict[str, api.ProfileCorrection] = field(default_factory=dict)  # Model name -> its setting
-    saturation: dict[str, api.SaturationSpec] = field(default_factory=dict)  # ServiceClass name -> thresholds
 
 
 class OptimizerReconciler:
@@ -153,7 +132,7 @@ class OptimizerReconciler:
         started = self._clock()
         try:
             measurements = await self.loop.measure(key.namespace)
-            inputs = self._gather(key.namespace, optimizer)
+            inputs = gather(self.informers, key.namespace, optimizer)
             adjusted = self.loop.adjust(
                 key.namespace, inputs.system, servers=inputs.servers, measurements=measurements,
                 corrections=inputs.corrections, saturation=inputs.saturation,
@@ -204,7 +183,7 @@ class OptimizerReconciler:
     async def _mirror(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
         """Stateful mode with no run pending: keep the optimizer's system equal to the namespace's."""
         try:
-            inputs = self._gather(key.namespace, optimizer)
+            inputs = gather(self.informers, key.namespace, optimizer)
         except RunFailure as failure:
             # An invalid system is not pushed; the run that asks for it reports why.
             logger.info("inferno %s: not mirroring: %s", key, failure.message)
@@ -218,63 +197,8 @@ class OptimizerReconciler:
             raise TerminalError(f"{key}: mirroring failed: {failure.message}") from None
         await self._mark_active(inputs.objects)
 
-    # ------------------------------------------------------------------ inputs
-    def _gather(self, namespace: str, optimizer: dict[str, Any]) -> _Inputs:
-        issues: list[InfernoIssue] = []
-        parsed: dict[Kind, list[Any]] = {kind: [] for kind in INFERNO_INPUT_KINDS}
-        objects: list[tuple[Kind, dict[str, Any]]] = []
-        raw_servers: dict[str, dict[str, Any]] = {}
-        for kind in INFERNO_INPUT_KINDS:
-            for obj in sorted(self.informers[kind].objects(namespace), key=lambda obj: meta_text(obj, "name")):
-                try:
-                    typed = parse_inferno_object(_without_status(obj))
-                except InfernoObjectError as error:
-                    issues.extend(error.issues)
-                    continue
-                parsed[kind].append(typed)
-                objects.append((kind, obj))
-                if isinstance(typed, api.Server):
-                    raw_servers.setdefault(typed.spec.name, obj)
-        flags: api.OptimizerSpec | None = None
-        try:
-            flags = api.Optimizer.model_validate(_without_status(optimizer)).spec.data.optimizer
-        except ValidationError as error:
-            name = meta_text(optimizer, "name")
-            issues.extend(issues_from_validation_error(kind=api.KIND_OPTIMIZER, name=name, error=error))
-        if issues:
-            raise RunFailure(REASON_INVALID, "; ".join(str(issue) for issue in issues), retryable=False)
-        report = validate_inferno_objects(
-            accelerators=parsed[ACCELERATOR],
-            models=parsed[MODEL],
-            service_classes=parsed[SERVICE_CLASS],
-            servers=parsed[SERVER],
-            capacities=parsed[CAPACITY],
-        )
-        for warning in report.warnings:
-            logger.info("inferno %s: %s", namespace, warning)
-        if not report.ok:
-            raise RunFailure(REASON_INVALID, report.summary(), retryable=False)
-        system = system_from_resources(
-            accelerators=parsed[ACCELERATOR],
-            models=parsed[MODEL],
-            service_classes=parsed[SERVICE_CLASS],
-            servers=parsed[SERVER],
-            capacities=parsed[CAPACITY],
-            flags=flags,
-        )
-        return _Inputs(
-            system=system,
-            servers=raw_servers,
-            objects=objects,
-            corrections={
-                model.spec.name: model.spec.profile_correction or api.DEFAULT_PROFILE_CORRECTION
-                for model in parsed[MODEL]
-            },
-            saturation={c.spec.name: c.spec.saturation for c in parsed[SERVICE_CLASS] if c.spec.saturation is not None},
-        )
-
     # ------------------------------------------------------------------ writes
-    async def _write_desired(self, inputs: _Inputs, answer: Answer) -> int:
+    async def _write_desired(self, inputs: Inputs, answer: Answer) -> int:
         """desiredAlloc on every Server whose answer differs from what it holds; nothing else. Returns how many
         were written."""
         pending: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
@@ -405,6 +329,3 @@ async def _bounded(calls: Sequence[Awaitable[_T]], *, limit: int) -> list[_T | B
     return list(await asyncio.gather(*(one(call) for call in calls), return_exceptions=True))
 
 
-def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Inputs are specs: a status (ours, or anyone's) never makes an object invalid."""
-    return {key: value for key, value in obj.items() if key != "status"}
