@@ -78,7 +78,7 @@ class OptimizerReconciler:
     async def reconcile(self, key: ObjectKey) -> Result:
         optimizer = self.informers[OPTIMIZER].get(key.namespace, key.name)
         if optimizer is None:
-            self._forget(key)
+            await self._forget(key)
             return Result()
         if metadata(optimizer).get("deletionTimestamp"):
             return Result()
@@ -100,18 +100,18 @@ class OptimizerReconciler:
             logger.info("inferno %s: scheduled run failed: %s", key, error)
         return Result(requeue_after=self._until_next(key, interval))
 
-    def _forget(self, key: ObjectKey) -> None:
+    async def _forget(self, key: ObjectKey) -> None:
         """The Optimizer is gone: its schedule and cost series go; with the namespace's last Optimizer, what the
-        loop kept and published for the namespace's Servers (no run will come back for them)."""
+        loop kept and published for the namespace's Servers (no run will come back for them). Under the
+        namespace's lock, so that a run still in flight does not fill again what was just dropped. (The lock
+        itself stays: one per namespace that ever ran, as a waiter may hold it.)"""
         self._last_run.pop(key, None)
         self.metrics.forget_optimizer(key.namespace, key.name)
-        if self.informers[OPTIMIZER].objects(key.namespace):
-            return
-        self.metrics.publish_servers(key.namespace, set())
-        self.loop.forget_namespace(key.namespace)
-        lock = self._namespace_locks.get(key.namespace)
-        if lock is not None and not lock.locked():
-            del self._namespace_locks[key.namespace]
+        async with self._namespace_locks.setdefault(key.namespace, asyncio.Lock()):
+            if self.informers[OPTIMIZER].objects(key.namespace):
+                return
+            self.metrics.publish_servers(key.namespace, set())
+            self.loop.forget_namespace(key.namespace)
 
     def _until_next(self, key: ObjectKey, interval: float) -> float:
         """Runs start every `interval` (counted from the last start, so a run's own time does not stretch the
