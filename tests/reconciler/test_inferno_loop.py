@@ -151,7 +151,9 @@ def decided(rate: float) -> int:
         service_classes=[o for o in parsed if isinstance(o, api.ServiceClass)],
         servers=servers,
         capacities=[],
-        flags=api.OptimizerSpec(unlimited=True, heterogeneous=False, milpSolver=False, useCplex=False),
+        flags=api.OptimizerSpec.model_validate(
+            {"unlimited": True, "heterogeneous": False, "milpSolver": False, "useCplex": False}
+        ),
     )
     return optimize(system).desired()["a"].num_replicas
 

@@ -15,6 +15,7 @@ from reconciler.inferno.kinds import MODEL_SERVING
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, LoadQueries, LoadQueryError
 from reconciler.inferno.mapping import optimizer_interval
 from reconciler.inferno.prometheus import PrometheusSettings, PrometheusSettingsError, QueryFailure, parse_number
+from reconciler.inferno.report import Series
 from reconciler.inferno.rivals import _binding
 from reconciler.inferno.settings import InfernoSettingsError, add_arguments, settings_from_args
 from reconciler.inferno.signals import SignalQueries, SignalQueryError
@@ -264,7 +265,7 @@ def test_a_run_replaces_its_namespaces_series_and_a_lost_leadership_withdraws_th
         return registry.get_sample_value("inferno_desired_replicas", labels)
 
     def run(namespace: str, *servers: str) -> None:
-        series = set()
+        series: Series = set()
         for server in servers:
             labels = (namespace, server, "", "", "G2")
             metrics.desired_replicas.labels(*labels).set(2)
