@@ -66,25 +66,19 @@ def gather(informers: Mapping[Kind, Informer], namespace: str, optimizer: dict[s
         issues.extend(issues_from_validation_error(kind=api.KIND_OPTIMIZER, name=name, error=error))
     if issues:
         raise RunFailure(REASON_INVALID, "; ".join(str(issue) for issue in issues), retryable=False)
-    report = validate_inferno_objects(
-        accelerators=parsed[ACCELERATOR],
-        models=parsed[MODEL],
-        service_classes=parsed[SERVICE_CLASS],
-        servers=parsed[SERVER],
-        capacities=parsed[CAPACITY],
-    )
+    resources = {
+        "accelerators": parsed[ACCELERATOR],
+        "models": parsed[MODEL],
+        "service_classes": parsed[SERVICE_CLASS],
+        "servers": parsed[SERVER],
+        "capacities": parsed[CAPACITY],
+    }
+    report = validate_inferno_objects(**resources)
     for warning in report.warnings:
         logger.info("inferno %s: %s", namespace, warning)
     if not report.ok:
         raise RunFailure(REASON_INVALID, report.summary(), retryable=False)
-    system = system_from_resources(
-        accelerators=parsed[ACCELERATOR],
-        models=parsed[MODEL],
-        service_classes=parsed[SERVICE_CLASS],
-        servers=parsed[SERVER],
-        capacities=parsed[CAPACITY],
-        flags=flags,
-    )
+    system = system_from_resources(**resources, flags=flags)
     return Inputs(
         system=system,
         servers=raw_servers,
