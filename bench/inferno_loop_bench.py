@@ -39,14 +39,15 @@ sys.path.insert(0, str(ROOT))
 
 from aiohttp import web  # noqa: E402
 
+from reconciler.assembly import ReconcilerSettings, build  # noqa: E402
 from reconciler.inferno.ceilings import Ceilings  # noqa: E402
-from reconciler.inferno.controller import register_inferno  # noqa: E402
 from reconciler.inferno.prometheus import PrometheusSettings  # noqa: E402
 from reconciler.inferno.settings import InfernoSettings  # noqa: E402
+from reconciler.inferno.wiring import PEER as INFERNO_PEER  # noqa: E402
 from reconciler.runtime.client import KubeClient  # noqa: E402
 from reconciler.runtime.kinds import Kind  # noqa: E402
-from reconciler.runtime.manager import Manager, ManagerOptions  # noqa: E402
 from reconciler.runtime.metrics import Metrics  # noqa: E402
+from reconciler.settings import ProcessSettings  # noqa: E402
 from shared import constants as c  # noqa: E402
 from shared.api import inferno as api  # noqa: E402
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS  # noqa: E402
@@ -237,11 +238,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         setup = await KubeClient.connect(kubeconfig=str(kubeconfig), user_agent="bench-setup")
         await populate(setup, servers=args.servers, period=args.period)
         await setup.close()
-        manager = Manager(client, options=ManagerOptions(leader_elect=False, resync_period=0), metrics=metrics)
         # The changing phase scales down at once (window 0 s): the operator's shortest window is lifted.
         settings = InfernoSettings(prometheus=PrometheusSettings(url=f"http://127.0.0.1:{port.value}"),
                                    ceilings=Ceilings(min_stabilization=0))  # fmt: skip
-        register_inferno(manager, client, settings)
+        process = ProcessSettings(leader_elect=False, resync_period=0)
+        built = build(ReconcilerSettings(process=process, inferno=settings), client, metrics, peers=(INFERNO_PEER,))
+        manager = built.manager
         task = asyncio.create_task(manager.run(stop))
         await _until(lambda: _value(metrics, "inferno_optimizations_total", result="success") >= 2)  # warm
         results = [await phase(metrics, periods=args.periods, name="steady")]

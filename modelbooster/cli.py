@@ -115,9 +115,9 @@ def _reconciler() -> _Command:
 
 
 def _optimizer() -> _Command:
-    from optimizer import rest
+    from optimizer.rest import cli
 
-    return rest
+    return cli
 
 
 @dataclass(frozen=True)

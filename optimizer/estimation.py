@@ -1,27 +1,7 @@
-"""The performance profile learnt online: alpha and beta of one (model, accelerator), from measured latency
-(docs/design/inferno.md §15).
-
-The profile says a replica running a batch of n requests gives each a token every alpha + beta * n ms. vLLM
-measures both sides of that equation: the mean inter-token latency (`vllm:time_per_output_token_seconds`)
-and the batch (`vllm:num_requests_running` per replica). So each period is one observation
-    y = alpha + beta * n + noise,
-linear in the parameters: a Kalman filter on (alpha, beta) is exact here (an extended filter's linearisation
-of a linear observation is itself), with
-- the hand-typed profile as the prior mean, and a prior standard deviation of 100 % of it (a profile measured
-  elsewhere may well be off by 2x);
-- a random walk of 2 % per observation as process noise, so the estimate follows a slow drift (a new vLLM,
-  another prompt mix) instead of freezing once confident;
-- a measurement noise of 10 % of the predicted latency (histogram means over a short window are that noisy);
-- a gate: an observation more than 4 standard deviations from the prediction is rejected as an outlier, but
-  three rejections in a row on the same side mean the world changed, and the covariance is widened back to
-  the prior's (the next observations then move the estimate quickly);
-- bounds: each parameter stays within [0, 10 x its scale], whatever the data.
-
-With one operating point only the combination alpha + beta * n is observable; the prior holds the rest, and a
-load that moves (or a replica count that changes the batch) separates them. Every number is kept, so the
-estimate explains itself: observations accepted and rejected, the last innovation, the standard deviations.
-Pure, deterministic, O(1) memory per (model, accelerator).
-"""
+"""The performance profile (alpha, beta of one model on one accelerator) learnt online from the measured
+inter-token latency at the measured batch: a Kalman filter with the typed profile as its prior, an outlier gate
+and bounds, so that a wrong profile is corrected and the estimate explains itself (docs/design/inferno.md §15).
+Pure, deterministic, O(1) memory per pair."""
 
 from __future__ import annotations
 

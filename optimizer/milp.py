@@ -1,22 +1,5 @@
-"""The MILP modes (docs/design/inferno.md §6), on SciPy's HiGHS (`scipy.optimize.milp`), an optional extra.
-
-Upstream used lp_solve through cgo, or CPLEX's `oplrun`; we use HiGHS for both (`useCplex` is accepted and
-changes nothing). Formulations, over the precomputed candidates:
-
-- single assignment (`heterogeneous: false`): binary x per (server, accelerator); each placeable server takes
-  exactly one candidate; minimise total cost; per-type capacity in physical units.
-- multi assignment (`heterogeneous: true`): integer replicas y per (server, accelerator); the replicas of a
-  server must together carry its demand (sum y * ratePerReplica >= demand, and sum y >= minNumReplicas);
-  minimise total cost under per-type capacity.
-
-Where we differ from upstream: candidates of a type absent from capacity are excluded (the greedy solver
-treats such a type as having 0 units; upstream's MILP left it unconstrained); a server with no candidate is
-left out rather than making the whole problem infeasible; equal-cost optima are resolved by a second solve
-that prefers accelerator names in sorted order. The wire format holds one accelerator per server, so in
-multi assignment each server reports the accelerator carrying most of its demand with that candidate's own
-replica count (upstream: the last accelerator with y > 0); the full split is in `Placement.splits`.
-Like upstream, the MILP ignores priorities, transition penalties and saturation policies.
-"""
+"""The MILP modes on SciPy's HiGHS (an optional extra), single and multi assignment over the precomputed
+candidates; where they depart from the reference's lp_solve/CPLEX formulations is in docs/design/inferno.md §6."""
 
 from __future__ import annotations
 

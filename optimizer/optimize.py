@@ -1,12 +1,5 @@
-"""One optimisation, end to end (docs/design/inferno.md §2, §4–§6): system in, solution out. Pure: no I/O.
-
-1. Check the system: servers must name a known class (with a target for their model), a known model, and a
-   known current accelerator. The reference left such servers silently out of its solution.
-2. Per server, one candidate per accelerator that has performance data for its model (only the current
-   accelerator with `keepAccelerator`), sized by `sizing.size_candidates`, valued by the transition penalty.
-3. Solve: `unlimited` wins over `milpSolver`; otherwise MILP or greedy.
-4. The solution: per server the chosen allocation with the server's load, plus the side data the reference
-   only printed (usage and cost per accelerator type, total cost, changes against the current allocation).
+"""One optimisation, end to end: system in, solution out (docs/design/inferno.md §2, §4-§6). Pure: no I/O.
+Servers that name an unknown class, model or accelerator are refused by name (the reference dropped them).
 """
 
 from __future__ import annotations

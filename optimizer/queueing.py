@@ -1,18 +1,7 @@
-"""The state-dependent M/M/1/K queue of one inference replica, and bisection (docs/design/inferno.md §3, §7).
-
-A replica with n requests in the system (n = 0..K) serves min(n, N) of them as one batch and completes
-requests at the state-dependent rate mu_min(n,N); arrivals at n = K are blocked. This is a birth-death chain:
-p_{n+1} = p_n * lambda / mu_min(n+1,N).
-
-Everything is float64 (upstream used float32). The chain is evaluated in log space, because for batch sizes in
-the hundreds the products overflow, and the states above N (where the departure rate is constant) are summed
-in closed form, so one solve costs O(N) rather than O(K). Queue length and wait come from the tail directly
-rather than as T - S, which upstream computed in float32 and got cancellation noise of a few microseconds.
-
-The evaluation is written once, for many queues at once (`QueueBatch`: queues of one batch size N, one row
-each, solved together with numpy), and `bisect_batch` runs one bisection per row in lock step. Sizing a fleet
-is thousands of bisections of ~40 solves each; solved one by one, numpy's per-call overhead was most of the
-time. `StateDependentQueue` and `bisect` are the one-queue, one-function views of the same code.
+"""The state-dependent M/M/1/K queue of one inference replica, and bisection (docs/design/inferno.md §3, §7):
+float64 in log space with a closed-form tail, written once for many queues at once (`QueueBatch`,
+`bisect_batch`) because sizing a fleet is thousands of bisections; `StateDependentQueue` and `bisect` are
+the one-queue views of the same code.
 """
 
 from __future__ import annotations
@@ -319,10 +308,6 @@ class StateDependentQueue:
     @property
     def capacity(self) -> int:
         return self._capacity
-
-    def service_rate(self, n: int) -> float:
-        """mu_n for n >= 1 (constant above the batch size)."""
-        return self._rates[min(n, len(self._rates)) - 1]
 
     def solve(self, arrival_rate: float) -> QueueMetrics:
         if not (arrival_rate >= 0 and math.isfinite(arrival_rate)):

@@ -1,16 +1,6 @@
-"""Sizing one server on one accelerator: the legacy decode-only model (docs/design/inferno.md §4).
-
-A replica runs batches of up to N requests; at concurrency n every request gets one token each
-alpha + beta * n ms, so a request of L tokens completes at the state-dependent rate
-mu_n = n / ((alpha + beta * n) * L) requests/ms, and at most K = 10 * N requests are held (legacy: K counts
-the batch too). The largest arrival rate per replica that meets the class's targets is found by bisection:
-
-- ITL: mean service time S(lambda) <= L * ITL* (the mean time per token is S / L);
-- TTW: mean wait W(lambda) <= TTW* / 2.9957 (= -ln 0.05: with an exponential wait, a mean that low keeps the
-  95th percentile under TTW*);
-- TPS: 0.9 * lambda_max (a stability margin).
-
-Replicas = max(ceil(demand / lambda*), minNumReplicas); cost = accelerator cost * accCount * replicas.
+"""Sizing one server on one accelerator with the legacy decode-only model: the largest arrival rate per replica
+that meets the class's ITL, TTW and TPS targets, found by bisection, and the replicas and cost it takes
+(docs/design/inferno.md §4).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""Choosing one candidate per server: transition value, unlimited and greedy-limited (docs/design/inferno.md §5, §6).
-
-Ties are broken deterministically (docs/design/inferno.md §7), where upstream used Go's random map order:
-- candidates of one server by (value, cost, accelerator name): cheapest, then name;
-- greedy entries by (priority, regret descending, value descending, server name).
-
-Saturation policies place servers that did not fit, with fewer replicas than they need:
-- None: they get nothing;
-- PriorityExhaustive: in order, each takes as many replicas of its best placeable candidate as fit;
-- RoundRobin: each fixes its best placeable candidate, then one replica per server per round;
-- PriorityRoundRobin: RoundRobin within each priority level, highest priority first.
-A placed-by-policy allocation scales cost and value with the replica count and reports the latency the
-smaller allocation really has (`sizing.rescale`). Upstream's round robin had no cap at the needed replica
-count; a server that did not fit can never reach that count anyway, so our cap changes nothing.
+"""Choosing one candidate per server: transition value, unlimited and greedy-limited, and the saturation
+policies that place what did not fit (docs/design/inferno.md §5, §6), with deterministic ties where the
+reference used Go's random map order (§7).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The optimizer's REST JSON (legacy generation, optimizer v0.4/v0.5; docs/design/inferno.md §10) and its conversions.
-
-The reference server decoded bodies with Go's encoding/json, so clients rely on three things we reproduce:
-keys match case-insensitively (upstream samples send `milpsolver`), unknown keys are ignored, and a missing
-key is the zero value (0, "", false) wherever 0 means "none" (an SLO of 0 is no target). Where a zero would
-be nonsense (an accelerator without a cost, a model without a batch size) the key is required instead, and
-values are validated (priorities 1..100, no negative rates), so bad input gets a 400 with the reason.
+"""The optimizer's REST JSON (legacy generation, optimizer v0.4/v0.5) and its conversions, read as Go's decoder
+reads it because the reference's clients rely on that (docs/design/inferno.md §10).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from aiohttp import web
 from process.build import register_build_info, version
 from reconciler.certduty.wiring import PEER as CERTDUTY
 from reconciler.crdcheck.wiring import PEER as CRDCHECK
-from reconciler.inferno.controller import PEER as INFERNO
+from reconciler.inferno.wiring import PEER as INFERNO
 from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.peer import Context, Peer, new_context
 from reconciler.runtime.client import KubeClient

@@ -1,16 +1,5 @@
-"""The operator's limits on Scale actuation, whatever a Server or a ModelBooster says (docs/design/inferno.md §18).
-
-A Server's bounds are written by whoever may edit the Server (or, for a ModelBooster's backend, the
-ModelBooster); the operator who installs the reconciler sets limits none of them can pass (chart values ->
-`--inferno-*` flags):
-- `max_replicas`: no target is set above it (KEDA's default `maxReplicaCount`, 100);
-- `min_replicas`: nor below it (1: scaling to zero is the operator's decision, as HPA's feature gate makes it);
-- `max_step`, `max_step_percent`: one decision moves a target by at most max(max_step, max_step_percent % of its
-  replicas) — HPA's default scale-up policy (4 pods or 100 %) — so a wrong load or a hostile one doubles a
-  target per period at most, never 3 to 50,000 at once;
-- `min_stabilization`: the shortest scale-down stabilisation window a Server may ask for (a Server asking 0s
-  would follow every dip of its load).
-"""
+"""The operator's limits on Scale actuation, which no Server or ModelBooster can pass: the highest and lowest
+replicas, the largest step of one decision, the shortest scale-down window (docs/design/inferno.md §18)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""Whether a Server's Scale actuation may set its target, and within what bounds (docs/design/inferno.md §18).
-
-The reconciler may patch `/scale` of every workload it watches; a Server's author may not. So the reconciler
-acts for a Server only where someone allowed to change the target said so, never on the Server's word alone:
-
-- a ModelServing a ModelBooster controls is one of that ModelBooster's backends: the ModelBooster must carry
-  the external-replicas opt-in (its reconciler then leaves replicas alone, shared/external_scaling.py) and name
-  the Server in `inferno.platform.ai/scaled-by` (shared/scaling_consent.py); the bounds are the backend's
-  `minReplicas`/`maxReplicas`, and no AutoscalingPolicy may scale it;
-- any other target controlled by something (a ReplicaSet of a Deployment, a ModelServing of another
-  controller) is refused, naming its controller: that controller sets its replicas, target it instead;
-- any other target must name the Server in its own `inferno.platform.ai/scaled-by`; the bounds are the
-  Server's (`maxReplicas` required, `minReplicas` default 1);
-- and no other scaler may drive it (reconciler/inferno/rivals.py).
-
-Writing the annotation needs update rights on the target (or the ModelBooster), which include setting its
-replicas, so consent hands nobody a right they lacked. Everything is read when the decision is acted on, so
-consent withdrawn, or a scaler added, stops the next scale. The operator's ceilings apply on top (ceilings.py).
-"""
+"""Whether a Server's Scale actuation may set its target, and within what bounds: the reconciler may patch every
+workload's `/scale` and a Server's author may not, so it acts only where someone allowed to change the target
+consented, for a target no controller and no other scaler drives (docs/design/inferno.md §18)."""
 
 from __future__ import annotations
 

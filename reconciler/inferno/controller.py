@@ -1,32 +1,7 @@
-"""The Inferno controller: `Optimizer.spec.optimize: true` runs one optimisation of the Optimizer's namespace
-(docs/design/inferno.md §8); `spec.interval` runs one every interval, and targeted Servers are measured before
-and acted on after each run (reconciler.inferno.loop, docs/design/inferno.md §13).
-
-A second `Controller` in the reconciler process, on the generic informer/queue/controller machinery. The key
-is the Optimizer's namespace/name; a change to any Accelerator, Model, ServiceClass, Server or Capacity
-wakes the namespace's Optimizers that asked for a run (in stateful remote mode all of them, because every
-change is mirrored into the optimizer). Like the reference, only spec changes count (a new generation).
-
-One run, reading everything from the informer caches:
-1. gather and validate the namespace's objects (`shared.inferno_validation`); the flags are the triggering
-   Optimizer's own (the reference used whichever Optimizer was listed first);
-2. optimise (`reconciler.inferno.solvers`): embedded (default, `optimizer.optimize` in a worker thread), or a
-   remote optimizer when `INFERNO_HOST`/`INFERNO_PORT` are set (`reconciler.inferno.remote`, stateless or
-   stateful);
-3. write `spec.desiredAlloc` on every Server whose allocation changed (matched by `spec.name`; a Server the
-   optimizer could not place gets an empty allocation, `accelerator: ""`, and is listed in the status);
-4. write the Optimizer's status: `done`, the `Optimized` condition, `lastRunTime`, `lastRunDurationSeconds`,
-   `totalCost`, `unallocatedServers`;
-5. last, reset `spec.optimize` to false.
-The order makes a crash converge: until step 5 the request is still pending, so a restarted (or new leader)
-controller runs again; with unchanged inputs the re-run writes no Server. Steps 4 and 5 carry the
-resourceVersion the run started from, so an Optimizer edited during the run is run again with its new flags
-instead of being marked done with the old ones.
-
-Failures are reported in the status (`done: false`, `Optimized=False` with a reason and the message) and as
-a Warning event, and leave `optimize` true. Invalid objects, an optimizer that refuses the system, a missing
-MILP solver: retrying the same input cannot help, so they are not retried until an object changes. An
-unreachable or failing optimizer, or a failed write: retried with exponential backoff.
+"""The Inferno controller's reconcile: one run of the optimiser for an Optimizer's namespace, on demand
+(`spec.optimize`) or every `spec.interval`, with the closed loop around it (reconciler.inferno.loop). The
+order of the writes makes a crash converge, and failures say whether retrying can help (docs/design/inferno.md
+§8). What it keeps per Optimizer it drops when a run finds the Optimizer gone.
 """
 
 from __future__ import annotations
@@ -34,42 +9,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from pydantic import ValidationError
-
-from optimizer.system import Allocation, System, allocation_to_resource, system_from_resources
-from reconciler.inferno.kinds import (
-    ACCELERATOR,
-    CAPACITY,
-    INFERNO_INPUT_KINDS,
-    INFERNO_KINDS,
-    MODEL,
-    OPTIMIZER,
-    SERVER,
-    SERVICE_CLASS,
-)
+from optimizer.system import Allocation, allocation_to_resource
+from reconciler.inferno.inputs import Inputs, gather
+from reconciler.inferno.kinds import OPTIMIZER, SERVER
 from reconciler.inferno.loop import ClosedLoop
+from reconciler.inferno.mapping import generation, optimize_requested, optimizer_interval
 from reconciler.inferno.metrics import InfernoMetrics
-from reconciler.inferno.prometheus import PrometheusClient
-from reconciler.inferno.remote import RemoteOptimizer
-from reconciler.inferno.settings import (
-    FIELD_MANAGER,
-    InfernoSettings,
-    add_inferno_arguments,
-    inferno_settings_from_args,
-)
-from reconciler.inferno.solvers import (
-    REASON_INVALID,
-    Answer,
-    EmbeddedSolver,
-    RemoteSolver,
-    RunFailure,
-    Solver,
-)
-from reconciler.peer import Context, Peer
+from reconciler.inferno.solvers import REASON_INVALID, Answer, RunFailure, Solver
 from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.runtime.conditions import (
     ConditionStatus,
@@ -78,27 +27,15 @@ from reconciler.runtime.conditions import (
     rfc3339_now,
     status_differs,
 )
-from reconciler.runtime.controller import Controller, ReconcileError, Result, TerminalError
+from reconciler.runtime.controller import ReconcileError, Result, TerminalError
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
-from reconciler.runtime.manager import Manager
-from reconciler.runtime.objects import meta_text, metadata, without_managed_fields
-from reconciler.runtime.ratelimit import default_controller_rate_limiter
-from reconciler.runtime.source import EventType, KeyMapper, ObjectKey
+from reconciler.runtime.objects import meta_text, metadata
+from reconciler.runtime.source import ObjectKey
 from shared.api import inferno as api
-from shared.durations import DurationError, parse_duration
-from shared.inferno_validation import (
-    InfernoIssue,
-    InfernoObjectError,
-    issues_from_validation_error,
-    parse_inferno_object,
-    validate_inferno_objects,
-)
 
 logger = logging.getLogger(__name__)
-
-CONTROLLER_NAME: Final = "inferno"
 
 CONDITION_OPTIMIZED: Final = "Optimized"
 REASON_SUCCEEDED: Final = "OptimizationSucceeded"
@@ -107,76 +44,6 @@ EVENT_OPTIMIZED: Final = "Optimized"
 EVENT_MIRROR_FAILED: Final = "MirrorFailed"
 
 _T = TypeVar("_T")
-
-
-# --- event mapping ---------------------------------------------------------------------------------------
-
-
-def optimize_requested(optimizer: Mapping[str, Any]) -> bool:
-    return (optimizer.get("spec") or {}).get("optimize") is True
-
-
-def _generation(obj: Mapping[str, Any] | None) -> Any:
-    return metadata(obj).get("generation")
-
-
-def spec_changed(event: EventType, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
-    """The reference's event filter: creations and deletions pass, updates only with a new generation (so
-    status writes, ours included, wake nobody)."""
-    if event != "MODIFIED":
-        return True
-    old_generation, new_generation = _generation(old), _generation(new)
-    if old_generation is None or new_generation is None:
-        return (old or {}).get("spec") != (new or {}).get("spec")
-    return bool(old_generation != new_generation)
-
-
-def optimizer_interval(optimizer: Mapping[str, Any]) -> float | None:
-    """`spec.interval` in seconds, or None when absent or unusable (the run reports an unusable one)."""
-    text = (optimizer.get("spec") or {}).get("interval")
-    if not isinstance(text, str):
-        return None
-    try:
-        nanos = parse_duration(text)
-    except DurationError:
-        return None
-    return nanos / 1e9 if nanos >= api.MIN_INTERVAL_NANOS else None
-
-
-def map_optimizer(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
-    if new is None or not spec_changed(event, old, new):
-        return []
-    return [ObjectKey.of(new)]
-
-
-def map_inputs_to_optimizers(optimizers: Informer, *, every_optimizer: bool) -> KeyMapper:
-    """An input change wakes its namespace's Optimizers: those waiting for a run, or all of them when each
-    change has to be mirrored."""
-
-    def mapper(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterable[ObjectKey]:
-        obj = new if new is not None else old
-        if obj is None or not spec_changed(event, old, new):
-            return []
-        namespace = meta_text(obj, "namespace")
-        return [
-            ObjectKey.of(optimizer)
-            for optimizer in optimizers.objects(namespace)
-            if every_optimizer or optimize_requested(optimizer)
-        ]
-
-    return mapper
-
-
-# --- the reconcile ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Inputs:
-    system: System
-    servers: dict[str, dict[str, Any]]  # spec.name -> the Server object as cached
-    objects: list[tuple[Kind, dict[str, Any]]] = field(default_factory=list)  # every input object, for status
-    corrections: dict[str, api.ProfileCorrection] = field(default_factory=dict)  # Model name -> its setting
-    saturation: dict[str, api.SaturationSpec] = field(default_factory=dict)  # ServiceClass name -> thresholds
 
 
 class OptimizerReconciler:
@@ -189,7 +56,7 @@ class OptimizerReconciler:
         solver: Solver,
         metrics: InfernoMetrics,
         loop: ClosedLoop,
-        field_manager: str = FIELD_MANAGER,
+        field_manager: str,
         write_concurrency: int = 16,
         now: Callable[[], str] = rfc3339_now,
         clock: Callable[[], float] = time.monotonic,
@@ -208,12 +75,12 @@ class OptimizerReconciler:
         self._namespace_locks: dict[str, asyncio.Lock] = {}
         self._last_run: dict[ObjectKey, float] = {}  # this leader's clock; a new leader runs at once
 
-    def forget_optimizer(self, key: ObjectKey) -> None:
-        self._last_run.pop(key, None)
-
     async def reconcile(self, key: ObjectKey) -> Result:
         optimizer = self.informers[OPTIMIZER].get(key.namespace, key.name)
-        if optimizer is None or metadata(optimizer).get("deletionTimestamp"):
+        if optimizer is None:
+            await self._forget(key)
+            return Result()
+        if metadata(optimizer).get("deletionTimestamp"):
             return Result()
         interval = optimizer_interval(optimizer)
         if optimize_requested(optimizer):
@@ -232,6 +99,19 @@ class OptimizerReconciler:
             # Reported by the run (status, event, metric); the schedule goes on either way.
             logger.info("inferno %s: scheduled run failed: %s", key, error)
         return Result(requeue_after=self._until_next(key, interval))
+
+    async def _forget(self, key: ObjectKey) -> None:
+        """The Optimizer is gone: its schedule and cost series go; with the namespace's last Optimizer, what the
+        loop kept and published for the namespace's Servers (no run will come back for them). Under the
+        namespace's lock, so that a run still in flight does not fill again what was just dropped. (The lock
+        itself stays: one per namespace that ever ran, as a waiter may hold it.)"""
+        self._last_run.pop(key, None)
+        self.metrics.forget_optimizer(key.namespace, key.name)
+        async with self._namespace_locks.setdefault(key.namespace, asyncio.Lock()):
+            if self.informers[OPTIMIZER].objects(key.namespace):
+                return
+            self.metrics.publish_servers(key.namespace, set())
+            self.loop.forget_namespace(key.namespace)
 
     def _until_next(self, key: ObjectKey, interval: float) -> float:
         """Runs start every `interval` (counted from the last start, so a run's own time does not stretch the
@@ -252,8 +132,8 @@ class OptimizerReconciler:
         started = self._clock()
         try:
             measurements = await self.loop.measure(key.namespace)
-            inputs = self._gather(key.namespace, optimizer)
-            self.loop.adjust(
+            inputs = gather(self.informers, key.namespace, optimizer)
+            adjusted = self.loop.adjust(
                 key.namespace, inputs.system, servers=inputs.servers, measurements=measurements,
                 corrections=inputs.corrections, saturation=inputs.saturation,
             )  # fmt: skip
@@ -262,8 +142,9 @@ class OptimizerReconciler:
                 await self._mark_active(inputs.objects)
             written = await self._write_desired(inputs, answer)
             stale = await self.loop.actuate(
-                key.namespace, servers=inputs.servers, allocations=answer.allocations, measurements=measurements
-            )
+                key.namespace, servers=inputs.servers, allocations=answer.allocations, measurements=measurements,
+                adjusted=adjusted,
+            )  # fmt: skip
         except RunFailure as failure:
             await self._report_failure(optimizer, failure)
             self.metrics.optimizations.labels("invalid" if failure.reason == REASON_INVALID else "error").inc()
@@ -271,17 +152,7 @@ class OptimizerReconciler:
                 raise ReconcileError(f"{key}: {failure.message}") from None
             raise TerminalError(f"{key}: {failure.message}") from None
         duration = self._clock() - started
-        allocated = {name: answer.allocations[name] for name in inputs.servers if name in answer.allocations}
-        unallocated = sorted(name for name in inputs.servers if name not in allocated)
-        total_cost = sum(allocation.cost for allocation in allocated.values())
-        message = (
-            f"{len(allocated)} servers allocated, {len(unallocated)} unallocated, "
-            f"total cost {total_cost:g} cents/h ({answer.how})"
-        )
-        if unallocated:
-            message += f"; unallocated: {', '.join(unallocated)}"
-        if stale:
-            message += f"; load not measured (last load kept): {', '.join(stale)}"
+        unallocated, total_cost, message = _outcome(inputs.servers, answer, stale=stale)
         status = {
             "done": True,
             "conditions": self._conditions(optimizer, "True", REASON_SUCCEEDED, message),
@@ -312,7 +183,7 @@ class OptimizerReconciler:
     async def _mirror(self, key: ObjectKey, optimizer: dict[str, Any]) -> None:
         """Stateful mode with no run pending: keep the optimizer's system equal to the namespace's."""
         try:
-            inputs = self._gather(key.namespace, optimizer)
+            inputs = gather(self.informers, key.namespace, optimizer)
         except RunFailure as failure:
             # An invalid system is not pushed; the run that asks for it reports why.
             logger.info("inferno %s: not mirroring: %s", key, failure.message)
@@ -326,63 +197,8 @@ class OptimizerReconciler:
             raise TerminalError(f"{key}: mirroring failed: {failure.message}") from None
         await self._mark_active(inputs.objects)
 
-    # ------------------------------------------------------------------ inputs
-    def _gather(self, namespace: str, optimizer: dict[str, Any]) -> _Inputs:
-        issues: list[InfernoIssue] = []
-        parsed: dict[Kind, list[Any]] = {kind: [] for kind in INFERNO_INPUT_KINDS}
-        objects: list[tuple[Kind, dict[str, Any]]] = []
-        raw_servers: dict[str, dict[str, Any]] = {}
-        for kind in INFERNO_INPUT_KINDS:
-            for obj in sorted(self.informers[kind].objects(namespace), key=lambda obj: meta_text(obj, "name")):
-                try:
-                    typed = parse_inferno_object(_without_status(obj))
-                except InfernoObjectError as error:
-                    issues.extend(error.issues)
-                    continue
-                parsed[kind].append(typed)
-                objects.append((kind, obj))
-                if isinstance(typed, api.Server):
-                    raw_servers.setdefault(typed.spec.name, obj)
-        flags: api.OptimizerSpec | None = None
-        try:
-            flags = api.Optimizer.model_validate(_without_status(optimizer)).spec.data.optimizer
-        except ValidationError as error:
-            name = meta_text(optimizer, "name")
-            issues.extend(issues_from_validation_error(kind=api.KIND_OPTIMIZER, name=name, error=error))
-        if issues:
-            raise RunFailure(REASON_INVALID, "; ".join(str(issue) for issue in issues), retryable=False)
-        report = validate_inferno_objects(
-            accelerators=parsed[ACCELERATOR],
-            models=parsed[MODEL],
-            service_classes=parsed[SERVICE_CLASS],
-            servers=parsed[SERVER],
-            capacities=parsed[CAPACITY],
-        )
-        for warning in report.warnings:
-            logger.info("inferno %s: %s", namespace, warning)
-        if not report.ok:
-            raise RunFailure(REASON_INVALID, report.summary(), retryable=False)
-        system = system_from_resources(
-            accelerators=parsed[ACCELERATOR],
-            models=parsed[MODEL],
-            service_classes=parsed[SERVICE_CLASS],
-            servers=parsed[SERVER],
-            capacities=parsed[CAPACITY],
-            flags=flags,
-        )
-        return _Inputs(
-            system=system,
-            servers=raw_servers,
-            objects=objects,
-            corrections={
-                model.spec.name: model.spec.profile_correction or api.DEFAULT_PROFILE_CORRECTION
-                for model in parsed[MODEL]
-            },
-            saturation={c.spec.name: c.spec.saturation for c in parsed[SERVICE_CLASS] if c.spec.saturation is not None},
-        )
-
     # ------------------------------------------------------------------ writes
-    async def _write_desired(self, inputs: _Inputs, answer: Answer) -> int:
+    async def _write_desired(self, inputs: Inputs, answer: Answer) -> int:
         """desiredAlloc on every Server whose answer differs from what it holds; nothing else. Returns how many
         were written."""
         pending: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
@@ -450,11 +266,11 @@ class OptimizerReconciler:
     def _conditions(
         self, optimizer: dict[str, Any], status: ConditionStatus, reason: str, message: str
     ) -> list[dict[str, Any]]:
-        generation = _generation(optimizer)
+        observed = generation(optimizer)
         return merge_conditions(
             (optimizer.get("status") or {}).get("conditions"),
             [WantedCondition(CONDITION_OPTIMIZED, status, reason, message)],
-            generation=generation if isinstance(generation, int) else None,
+            generation=observed if isinstance(observed, int) else None,
             now=self._now(),
         )
 
@@ -486,6 +302,22 @@ class OptimizerReconciler:
         return stored
 
 
+def _outcome(servers: Mapping[str, Any], answer: Answer, *, stale: Sequence[str]) -> tuple[list[str], float, str]:
+    """A successful run's unallocated Servers, total cost, and the message that says it."""
+    allocated = {name: answer.allocations[name] for name in servers if name in answer.allocations}
+    unallocated = sorted(name for name in servers if name not in allocated)
+    total_cost = sum(allocation.cost for allocation in allocated.values())
+    message = (
+        f"{len(allocated)} servers allocated, {len(unallocated)} unallocated, "
+        f"total cost {total_cost:g} cents/h ({answer.how})"
+    )
+    if unallocated:
+        message += f"; unallocated: {', '.join(unallocated)}"
+    if stale:
+        message += f"; load not measured (last load kept): {', '.join(stale)}"
+    return unallocated, total_cost, message
+
+
 async def _bounded(calls: Sequence[Awaitable[_T]], *, limit: int) -> list[_T | BaseException]:
     """Run `calls` with at most `limit` at a time; results (or exceptions) in order."""
     semaphore = asyncio.Semaphore(limit)
@@ -497,111 +329,3 @@ async def _bounded(calls: Sequence[Awaitable[_T]], *, limit: int) -> list[_T | B
     return list(await asyncio.gather(*(one(call) for call in calls), return_exceptions=True))
 
 
-def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Inputs are specs: a status (ours, or anyone's) never makes an object invalid."""
-    return {key: value for key, value in obj.items() if key != "status"}
-
-
-# --- wiring ----------------------------------------------------------------------------------------------
-
-
-def register_inferno(manager: Manager, client: KubeClient, settings: InfernoSettings) -> None:
-    """Add the Inferno controller and its six informers to `manager` (nothing when disabled)."""
-    if not settings.enabled:
-        logger.info("inferno controller disabled")
-        return
-    metrics = InfernoMetrics(manager.metrics.registry)
-    informers = {
-        kind: manager.informer(kind, namespaces=settings.namespaces, transform=without_managed_fields)
-        for kind in INFERNO_KINDS
-    }
-    solver: Solver
-    if settings.remote is None:
-        solver = EmbeddedSolver()
-    else:
-        solver = RemoteSolver(RemoteOptimizer(settings.remote, observe=metrics.count_remote))
-    recorder = EventRecorder(client, instance=manager.options.identity, metrics=manager.metrics)
-    loop = ClosedLoop(
-        client=client,
-        servers=informers[SERVER],
-        server_kind=SERVER,
-        recorder=recorder,
-        metrics=metrics,
-        field_manager=settings.field_manager,
-        prometheus=None if settings.prometheus is None else PrometheusClient(settings.prometheus),
-        queries=settings.load_queries,
-        signal_queries=settings.signal_queries,
-        ceilings=settings.ceilings,
-        concurrency=settings.write_concurrency,
-        now=rfc3339_now,
-    )
-    manager.add_cleanup(loop.close)
-    reconciler = OptimizerReconciler(
-        client=client,
-        informers=informers,
-        recorder=recorder,
-        solver=solver,
-        metrics=metrics,
-        field_manager=settings.field_manager,
-        write_concurrency=settings.write_concurrency,
-        loop=loop,
-    )
-    controller = Controller(
-        name=CONTROLLER_NAME,
-        reconcile=reconciler.reconcile,
-        workers=settings.workers,
-        rate_limiter=default_controller_rate_limiter(base_delay=settings.backoff_base, max_delay=settings.backoff_max),
-        metrics=manager.metrics,
-    )
-    controller.watch(informers[OPTIMIZER], map_optimizer, primary=True)
-
-    def forget(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        if event == "DELETED" and old is not None:
-            key = ObjectKey.of(old)
-            metrics.forget_optimizer(key.namespace, key.name)
-            reconciler.forget_optimizer(key)
-            if not informers[OPTIMIZER].objects(key.namespace):  # no run will publish this namespace again
-                metrics.publish_servers(key.namespace, set())
-
-    async def publish_while_leading() -> None:
-        """The per-Server series are the leader's decisions: a replica that stops leading withdraws them, so
-        KEDA or an HPA never reads a stale decision beside the new leader's."""
-        try:
-            await asyncio.Event().wait()
-        finally:
-            metrics.withdraw_servers()
-
-    manager.add_leader_task("inferno-decisions", publish_while_leading, needs=())
-
-    def forget_server(event: EventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        if event == "DELETED" and old is not None:
-            key = ObjectKey.of(old)
-            loop.forget(key.namespace, key.name)
-
-    informers[OPTIMIZER].add_handler(forget)
-    informers[SERVER].add_handler(forget_server)
-    mapper = map_inputs_to_optimizers(informers[OPTIMIZER], every_optimizer=solver.mirrors)
-    for kind in INFERNO_INPUT_KINDS:
-        controller.watch(informers[kind], mapper)
-    manager.add_controller(controller)
-    logger.info(
-        "inferno controller registered (%s; load %s)",
-        settings.mode,
-        "as the Servers say"
-        if settings.prometheus is None
-        else f"from Prometheus at {settings.prometheus.display_url}",
-    )
-
-
-def register(context: Context, settings: InfernoSettings) -> None:
-    """The peer's `register`: the Inferno controller on the process's manager and client."""
-    register_inferno(context.manager, context.client, settings)
-
-
-PEER: Final = Peer(
-    name=CONTROLLER_NAME,
-    default_settings=InfernoSettings,
-    add_arguments=add_inferno_arguments,
-    settings_from_args=inferno_settings_from_args,
-    register=register,
-)

@@ -1,17 +1,6 @@
-"""Between measuring and optimising: learn the real performance, and look ahead (docs/design/inferno.md §15, §16).
-
-Each run, for every targeted Server measured this period:
-- its mean ITL at its batch (requests running per replica) is one observation of its (model, accelerator)'s
-  alpha/beta (optimizer.estimation; the accelerator is `currentAlloc.accelerator`, what the pods run on);
-  Servers sharing a pair feed one estimator. A Model with `profileCorrection: Apply` is then sized with the
-  estimate for that accelerator — in this run's system only; the Model object keeps what the user typed;
-  `Observe` (the default) reports without sizing with it; `Off` neither;
-- with `spec.trend`, its arrival rate goes through the trend term (reconciler.inferno.trend), and the run
-  sizes for the forecast when the load is rising.
-What was used and measured goes into the Server's status (`performance`, `trend`), rounded (0.1 ms, 1 %) so
-that a steady Server's status is not rewritten for noise in the last digits. State is the leader's
-memory, bounded (Estimators, Trends); a new leader starts from the typed profiles again.
-"""
+"""Between measuring and optimising: learn each (model, accelerator)'s real performance from the Servers'
+signals, and with `spec.trend` size for a rising load's forecast; what was used goes into the Servers' status,
+rounded so that noise rewrites nothing (docs/design/inferno.md §15, §16). The leader's memory, bounded."""
 
 from __future__ import annotations
 

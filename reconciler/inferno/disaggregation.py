@@ -1,23 +1,6 @@
-"""Prefill and decode of a disaggregated backend, scaled apart with a ratio between them
-(docs/design/inferno.md §17).
-
-A vLLMDisaggregated backend runs two roles whose work differs: prefill pods turn prompts into KV caches
-(their load is prompt tokens per second), decode pods generate (their load is what the queueing model sizes:
-requests x output tokens at an ITL). So each role gets its own need:
-- decode: the optimiser's decision for the Server (the legacy model is decode-only), guarded by the decode
-  pods' own saturation signals;
-- prefill: the measured prompt-token rate over the per-replica prefill throughput the user gives
-  (`prefillTokensPerSecond`), or without it the decode need times a learnt ratio; guarded by the prefill
-  pods' saturation;
-and then the ratio constraint: prefill replicas per decode replica within [minRatio, maxRatio]. A side whose
-need breaks the band pulls the other along (a prefill-heavy burst raises decode to ceil(P / maxRatio)), since
-under-provisioning the side that is needed is worse than one replica more of the other; what bounds cannot
-honour is reported, never hidden.
-
-The learnt ratio is an integral controller on the prefill pods' pressure: each period it is multiplied by
-(pressure / target) ** 0.5 (a square root: half the correction per period, so noise averages out), kept
-within the band. It settles where prefill pods run at the target pressure. Pure and deterministic.
-"""
+"""Prefill and decode of a disaggregated backend scaled apart: each role's own need, the ratio band between
+them, and the ratio learnt from the prefill pods' pressure where no prefill throughput is given
+(docs/design/inferno.md §17). Pure and deterministic."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
-"""The saturation guardrail around the optimiser's decision (docs/design/inferno.md §14).
-
-The optimiser sizes from a model; when the model is wrong (a profile measured on other hardware, a new vLLM,
-another prompt mix) it under-provisions with confidence. The guardrail overrules it from what the replicas
-report (reconciler.inferno.saturation), in two ways only, both towards more replicas:
-
-- **saturated** (pressure >= 1) → at least one replica more than now, and as many as bring the projected
-  pressure down to the headroom (default 0.9), but never more than double per period (a waiting queue is a
-  symptom that shrinks faster than linearly once capacity is added; HPA's default scale-up policy is the same
-  100 %); then the bounds. Already at the maximum: reported, nothing more can be done;
-- **a scale-down** the optimiser wants is made only down to the fewest replicas whose projected pressure stays
-  at or under the headroom: never into saturation, and never so close to it that the next period scales up
-  again (the gap between 0.9 and 1 is the hysteresis that keeps a noisy load from flapping).
-
-Otherwise the decision stands. Missing signals: the decision stands, and the caller says the guard is blind.
-The result then goes through the scale-down stabiliser like any decision, so a guardrail's scale-up is also
-held for the stabilisation window. Pure and deterministic.
-"""
+"""The saturation guardrail around the optimiser's decision: when the model is wrong it under-provisions with
+confidence, so what the replicas report overrules it, towards more replicas only (a saturated target grows, a
+scale-down stops short of saturation); the stabiliser follows (docs/design/inferno.md §14). Pure and
+deterministic."""
 
 from __future__ import annotations
 

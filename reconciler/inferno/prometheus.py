@@ -1,17 +1,7 @@
-"""A small, bounded Prometheus HTTP API client: instant queries answering one number (docs/design/inferno.md §13).
-
-Why our own: the Python clients for Prometheus's query API are either synchronous and heavy
-(`prometheus-api-client`: requests, pandas, matplotlib) or unmaintained (`aio-prometheus-client`, one
-release in 2023); we need one call, `GET /api/v1/query`, on the reconciler's aiohttp event loop, bounded in
-time and bytes like every other read of the process.
-
-Conventions of an in-cluster client: the bearer token is read from a file on every request (a projected
-service-account token rotates), a CA file verifies an HTTPS endpoint, and a timeout bounds each query. A
-credential (a bearer token, or `user:password@` in the URL) is sent only over https, and the URL is logged
-without its `user:password@`. An
-answer is a number, or a `QueryFailure` saying why there is none (unreachable, an error status, a body too
-large, no series, NaN) — the caller keeps its last value and says so; it never acts on a missing number.
-"""
+"""A small, bounded Prometheus HTTP API client: instant queries answering one number, or a `QueryFailure`
+saying why there is none. Our own because the Python clients are synchronous and heavy or unmaintained, and
+this one call must run on the reconciler's event loop, bounded like every other read (docs/design/inferno.md
+§13)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
-"""A remote Inferno optimizer over REST (docs/design/inferno.md §9).
-
-Two modes, as in the reference controller:
-- stateless (`INFERNO_STATELESS` unset or true): `POST /optimizeOne` with the whole system;
-- stateful: the optimizer holds a system that we keep equal to the namespace's objects, then
-  `POST /optimize` with the flags.
-
-Stateful mirroring uses the endpoints of optimizer v0.4+/v0.5 (the reference controller posted to the
-singular `/addServiceClassModelTarget`, which those versions no longer have). It is level-based: each
-`mirror` reads the optimizer's state back and sends only what differs (adds, replacements, removals), so an
-optimizer that restarted and lost its memory is simply filled again, and a mirror that changes nothing
-sends no writes. The v0.4+ API cannot delete a service class; a class we no longer have is emptied of its
-targets, which leaves it inert.
-
-One optimizer holds one system: `mirror` and `mirror_and_optimize` are serialised, so two namespaces'
-runs never interleave their writes (a stateful optimizer shared by several namespaces is re-filled with
-each namespace's objects in turn; stateless mode has no such limit).
-
-Every operation opens its own short-lived HTTP session: runs are rare (on demand), and nothing outlives an
-operation that would need closing when leadership or the process ends.
-"""
+"""A remote Inferno optimizer over REST, as the reference controller used one: stateless (`POST /optimizeOne`)
+or stateful (the namespace's objects mirrored level-based, then `POST /optimize`); one optimizer holds one
+system, so operations are serialised (docs/design/inferno.md §9)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""Other scalers of a target, which Scale actuation keeps off (docs/design/inferno.md §18).
-
-Two writers of one `/scale` flip it every period, so a target another scaler drives is refused, naming it:
-- a HorizontalPodAutoscaler whose `scaleTargetRef` names the target (autoscaling/v2);
-- a KEDA ScaledObject whose `scaleTargetRef` names it (KEDA's own HPA would be found too, but a paused or
-  scaled-to-zero ScaledObject may have none);
-- for a ModelServing, an AutoscalingPolicyBinding (anyone's) naming it: Kthena's autoscaler;
-- another Server with `actuation: Scale` naming it, that the target's consent names too (consent.py: a Server
-  the target did not name is refused for that alone, and cannot block the one it did name).
-
-Each kind is listed once per namespace and run, in pages, and reduced to what names a target as it is read; a
-kind the cluster does not serve (KEDA not installed) has no objects. A namespace holding more than
-`MAX_SCALERS` of one kind is not searched: the target is refused rather than guessed about.
-"""
+"""Other scalers of a target (an HPA, a KEDA ScaledObject, Kthena's autoscaler, another Server), which Scale
+actuation keeps off: two writers of one `/scale` undo each other every period (docs/design/inferno.md §18)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""Prefill and decode of a disaggregated ModelServing, actuated as two targets (docs/design/inferno.md §19).
-
-A Server with `disaggregation` scales the two roles of its target's `spec.template.roles`, not its `/scale`
-(which counts serving groups, each holding both roles). Each period, per role:
-- the need: decode's is the optimiser's decision for the Server (its load is the decode pods'); prefill's is
-  the measured prompt-token rate over `prefillTokensPerSecond`, or without it decode's need times the ratio
-  learnt from the prefill pods' pressure (reconciler.inferno.disaggregation);
-- the bounds: the role's `minReplicas`/`maxReplicas`, never below the role's `gangPolicy.minRoleReplicas`
-  (Kthena's admission refuses a role with fewer replicas, and the field is immutable: it is the floor the
-  ModelServing was created with), within the operator's ceilings;
-- the guardrail on the role's own saturation signals and a stabiliser of its own (guardrail.control);
-then the ratio band over both (disaggregation.split), and last the operator's step ceiling per role.
-
-The write is one JSON patch of the roles that change: for each, a `test` that the role at that index still
-has its name and the replicas read, then a `replace` of its replicas. A list reordered, a role renamed or
-scaled by someone else in between makes the API server refuse the whole patch (nothing half-written), and
-the next period reads again. Nothing else of the ModelServing is written, so no pod template changes.
-"""
+"""Prefill and decode of a disaggregated ModelServing, actuated as two targets: each role's need, bounds,
+guardrail and stabiliser, the ratio band over both, then one JSON patch that tests each role it changes, so
+nothing is half-written and no pod template changes (docs/design/inferno.md §19)."""
 
 from __future__ import annotations
 

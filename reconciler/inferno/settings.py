@@ -2,13 +2,12 @@
 operator's ceilings on Scale actuation, the `--prometheus-*` of the closed loop), each also settable as
 `MODELBOOSTER_RECONCILER_<FLAG>` like the process's own (reconciler/settings.py), and the reference's variables
 that choose a remote optimizer (INFERNO_HOST, INFERNO_PORT, INFERNO_STATELESS, parsed as Go's strconv.ParseBool
-parses them).
+parses them). What the process already says (field manager, watched namespaces) comes from its `Context`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -33,7 +32,10 @@ from reconciler.settings import ENV_PREFIX
 from shared.durations import DurationError, check_duration, parse_duration
 from shared.gotext import go_parse_bool
 
-FIELD_MANAGER: Final = "modelbooster-inferno"
+# Inferno writes under a field manager of its own beside the process's: the ModelBooster controller tells role
+# replicas set from outside (docs/design/reconciler.md §7) by a manager other than its own.
+FIELD_MANAGER_SUFFIX: Final = "-inferno"
+MAX_FIELD_MANAGER: Final = 128  # the API server's limit
 
 ENV_HOST: Final = "INFERNO_HOST"
 ENV_PORT: Final = "INFERNO_PORT"
@@ -44,17 +46,21 @@ class InfernoSettingsError(SettingsError):
     """A setting of the Inferno controller that cannot be used; the message names it."""
 
 
+def field_manager_of(process_field_manager: str) -> str:
+    """Inferno's field manager: the process's (`--field-manager`, "modelbooster" by default) with `-inferno`."""
+    return process_field_manager[: MAX_FIELD_MANAGER - len(FIELD_MANAGER_SUFFIX)] + FIELD_MANAGER_SUFFIX
+
+
 @dataclass(frozen=True)
 class InfernoSettings:
     enabled: bool = True
-    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    namespaces: tuple[str, ...] = ()  # empty: the process's (`--namespaces`)
     remote: RemoteSettings | None = None  # None: the optimizer runs embedded
     workers: int = 2
     # A run is on demand and a remote optimizer that is down stays down for a while: start retrying at
     # half a second rather than the ModelBooster controller's 5 ms, and never wait more than 5 minutes.
     backoff_base: float = 0.5
     backoff_max: float = 300.0
-    field_manager: str = FIELD_MANAGER
     write_concurrency: int = 16
     prometheus: PrometheusSettings | None = None  # None: loads are what the Servers say
     load_queries: LoadQueries = field(default_factory=LoadQueries)
@@ -202,11 +208,10 @@ _FLAGS: Final[dict[str, Flag]] = {
 }
 
 
-def add_inferno_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str] | None = None) -> None:
+def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     """`--inferno/--no-inferno`, `--inferno-namespaces`, `--inferno-timeout`, each also settable through
     `MODELBOOSTER_RECONCILER_<FLAG>` like the reconciler's other flags. The remote optimizer is chosen by
     the reference's own variables, INFERNO_HOST, INFERNO_PORT and INFERNO_STATELESS."""
-    env = os.environ if environ is None else environ
     add_switch(
         parser,
         "--inferno",
@@ -215,19 +220,15 @@ def add_inferno_arguments(parser: argparse.ArgumentParser, environ: Mapping[str,
         help="run the Inferno controller (Optimizer.spec.optimize -> Server desiredAlloc)",
         prefix=ENV_PREFIX,
         parser=parser,
-        environ=env,
+        environ=environ,
         parse=_go_bool,
     )
-    add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=env)
+    add_flags(parser, _FLAGS, prefix=ENV_PREFIX, parser=parser, environ=environ)
 
 
-def inferno_settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> InfernoSettings:
-    """The settings from parsed arguments (`add_inferno_arguments`) and the INFERNO_* variables."""
-    env = os.environ if environ is None else environ
-    namespaces = args.inferno_namespaces
-    if namespaces is None:
-        namespaces = tuple(getattr(args, "namespaces", ()) or ())
-    remote = remote_settings_from_env(env, timeout=args.inferno_timeout) if args.inferno else None
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> InfernoSettings:
+    """The settings from parsed arguments (`add_arguments`) and the INFERNO_* variables."""
+    remote = remote_settings_from_env(environ, timeout=args.inferno_timeout) if args.inferno else None
     prometheus = None
     try:
         if args.prometheus_url:
@@ -256,7 +257,7 @@ def inferno_settings_from_args(args: argparse.Namespace, environ: Mapping[str, s
         raise InfernoSettingsError(str(error)) from None
     return InfernoSettings(
         enabled=bool(args.inferno),
-        namespaces=tuple(namespaces),
+        namespaces=tuple(args.inferno_namespaces or ()),
         remote=remote,
         prometheus=prometheus,
         load_queries=queries,

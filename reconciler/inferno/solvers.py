@@ -1,10 +1,6 @@
-"""What solves an Optimizer's system, for the Inferno controller (docs/design/inferno.md §8, §9): `EmbeddedSolver`
-runs `optimizer.optimize` in this process, in a worker thread; `RemoteSolver` asks an optimizer served over REST
-(`optimizer.rest`, through `reconciler.inferno.remote`), stateless or stateful. A stateful remote optimizer holds
-the system between runs, so every input change is mirrored into it (`mirrors`).
-
-Not "backends": a ModelBooster's backend is something else. Which algorithm solves the system inside (greedy or
-MILP: `optimizer.solver`, the `SolverUnavailable` reason) is the system's flags' choice, not a Solver's.
+"""What solves an Optimizer's system (docs/design/inferno.md §8, §9): `EmbeddedSolver` in this process, in a
+worker thread; `RemoteSolver` over REST (reconciler.inferno.remote), whose stateful optimizer has every input
+change mirrored into it (`mirrors`). Not "backends": a ModelBooster's backend is something else.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""How many replicas Scale actuation sets, given the optimiser's decision (docs/design/inferno.md §13).
-
-As HPA does: the decision is clamped to the bounds; going up happens at once; going down only to the highest
-decision of the stabilisation window (default 5 minutes), so a load that dips for a moment, or a decision
-that flickers between n and n+1 around a boundary, does not take replicas away and give them back. The
-history lives in the leader's memory: a Server seen for the first time (a new leader, a new Server) counts
-its target's current replicas as a decision made now, so nothing is scaled down before a whole window of
-decisions says so.
-
-Bounded whatever the window and the period: only the decisions that can still be the window's highest are
-kept — each newer than every higher one — so the history is a strictly decreasing run of replica counts, at
-most one entry per count up to the operator's ceiling, and each decision costs O(1) amortised. (Keeping every
-decision of a user's window, up to ~292 years, held 300,000 entries and cost 10 ms per decision after 8 hours
-at the 100 ms minimum period.)
+"""How many replicas Scale actuation sets, given the decision, as HPA does: up at once, down only to the highest
+decision of the stabilisation window, so a dip or a flicker takes nothing away (docs/design/inferno.md §13).
+Only the decisions that can still be the window's highest are kept: bounded by the replica counts, never by
+the window (keeping every decision of a long window once held 300,000 entries and cost 10 ms a decision).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""What a Server's `targetRef` names: its kind, its `/scale`, the object itself (docs/design/inferno.md §13).
-
-A target is any namespaced object with a `scale` subresource: its replicas are read and set through
-`/scale` (autoscaling/v1 Scale), as HPA and KEDA do. The kinds we know (ModelServing, Deployment,
-StatefulSet, ReplicaSet) need no `apiVersion`; any other kind names its `apiVersion`, and API discovery
-says its plural and whether it has `/scale`. What discovery found is remembered for a while, what it did not
-find (a kind not served yet, a failed request) only briefly: a CRD installed later is found within
-`NEGATIVE_DISCOVERY_TTL`.
-
-Whether a target may be scaled, and within what bounds, is reconciler/inferno/consent.py's (and rivals.py's).
+"""What a Server's `targetRef` names: its kind (the known ones, or found by API discovery, a miss asked again
+soon), its `/scale`, the object itself (docs/design/inferno.md §13). Whether it may be scaled is consent.py's
+and rivals.py's.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""An optional trend term: size for where a steady ramp will be, not where it is (docs/design/inferno.md §16).
-
-Holt's linear smoothing of a Server's measured arrival rate: a level and a slope (per second), each an
-exponentially weighted average (alpha = 0.5 for the level, beta = 0.3 for the slope: a ramp shows within two
-or three periods, one noisy period moves it by half). The rate sized for is the forecast `horizon` seconds
-ahead when that is above the measurement — a falling trend never scales down faster than the measurement
-does (scale-down has its own stabilisation). Each period the one-step forecast made at the last period
-(level + slope x elapsed) is compared with the measurement: the mean absolute percentage error
-(exponentially weighted, the same 0.3) is reported, so a user sees whether the term helps. O(1) memory;
-time is given, never read.
+"""An optional trend term: Holt's linear smoothing of a Server's arrival rate, so a steady ramp is sized for
+where it will be `horizon` ahead, a falling one never faster than measured, with the forecast's own error
+reported (docs/design/inferno.md §16). O(1) memory; time is given, never read.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from reconciler.runtime.schema_fit import SchemaFit
 from shared.api.modelbooster import LoraAdapter, ModelBooster
 from shared.autoscaling_generations import Generation
 from shared.constants import LABEL_BACKEND_NAME
+from shared.decoding import without_status
 from shared.errors import ValidationFailed
 from shared.naming import backend_resource_name
 from shared.remedy import how_to_fix
@@ -41,7 +42,7 @@ def parse(booster: dict[str, Any]) -> ModelBooster | Invalid:
     carried over here, unlike on an admitted UPDATE: an object still holding a field we do not support is not
     synthesized."""
     try:
-        return parse_modelbooster({key: value for key, value in booster.items() if key != "status"})
+        return parse_modelbooster(without_status(booster))
     except ValidationFailed as error:
         meta = metadata(booster)
         remedy = how_to_fix(error.errors, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name")))

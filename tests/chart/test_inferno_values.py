@@ -15,7 +15,7 @@ from modelbooster.cli import build_parser
 from reconciler.inferno.ceilings import Ceilings
 from reconciler.inferno.load import DEFAULT_WINDOW
 from reconciler.inferno.prometheus import DEFAULT_TIMEOUT
-from reconciler.inferno.settings import add_inferno_arguments
+from reconciler.inferno.settings import add_arguments
 from shared.durations import parse_duration
 from tests.chart.render import Rendered, container_args, flag_value, render
 from tests.chart.scenarios import SCENARIOS
@@ -65,7 +65,7 @@ def test_every_prometheus_flag_has_a_value(rendered_scenarios: dict[str, Rendere
     assert parsed.prometheus_kv_cache_query == prometheus["signalQueries"]["kvCache"]
     # Every --prometheus-* flag of the reconciler is one the chart can set.
     inferno_flags = argparse.ArgumentParser()
-    add_inferno_arguments(inferno_flags, environ={})
+    add_arguments(inferno_flags, environ={})
     flags = {option for action in inferno_flags._actions for option in action.option_strings}
     assert {flag for flag in flags if flag.startswith("--prometheus-")} == {
         flag for flag in expected if flag.startswith("--prometheus-")

@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpClient
 
-from optimizer.rest import make_app
+from optimizer.rest.app import make_app
 
 # The server of docs/design/inferno.md §12 in the legacy wire format: granite on G2 (cost 23), 60 rpm of 1024
 # tokens, ITL 40, TTW 500.

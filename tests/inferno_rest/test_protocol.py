@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from modelbooster.cli import build_parser
-from optimizer import rest
+from optimizer.rest import cli
 from tests.inferno_rest.conftest import FLAGS, G2, GRANITE_G2, PREMIUM, SERVER, worked_example
 from tests.pydantic_words import says
 
@@ -140,29 +140,29 @@ async def test_replies_are_indented_and_print_whole_numbers_as_integers(stateles
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    rest.add_arguments(parser)
+    cli.add_arguments(parser)
     return parser.parse_args(argv)
 
 
 def test_command_line_defaults_and_environment() -> None:
     args = parse([])
     assert (args.stateful, args.log_level) == (False, "info")
-    assert rest.listen_address(args, {}) == (None, 8080)
-    assert rest.listen_address(args, {"INFERNO_HOST": "127.0.0.1", "INFERNO_PORT": "3302"}) == ("127.0.0.1", 3302)
+    assert cli.listen_address(args, {}) == (None, 8080)
+    assert cli.listen_address(args, {"INFERNO_HOST": "127.0.0.1", "INFERNO_PORT": "3302"}) == ("127.0.0.1", 3302)
     flagged = parse(["-F", "--host", "0.0.0.0", "--port", "9000"])
     assert flagged.stateful
-    assert rest.listen_address(flagged, {"INFERNO_PORT": "3302"}) == ("0.0.0.0", 9000)
+    assert cli.listen_address(flagged, {"INFERNO_PORT": "3302"}) == ("0.0.0.0", 9000)
     with pytest.raises(ValueError, match="INFERNO_PORT='eighty' is not a port number"):
-        rest.listen_address(args, {"INFERNO_PORT": "eighty"})
+        cli.listen_address(args, {"INFERNO_PORT": "eighty"})
     with pytest.raises(ValueError, match=r"port 70000 is outside 1\.\.65535"):
-        rest.listen_address(args, {"INFERNO_PORT": "70000"})
+        cli.listen_address(args, {"INFERNO_PORT": "70000"})
     with pytest.raises(SystemExit):  # a bad flag is a usage error at parse time
         parse(["--port", "70000"])
 
 
 def test_run_refuses_a_bad_port(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INFERNO_PORT", "eighty")
-    assert rest.run(parse(["--log-level", "ERROR"])) == 2
+    assert cli.run(parse(["--log-level", "ERROR"])) == 2
 
 
 def test_the_optimizer_subcommand_is_wired() -> None:

@@ -17,8 +17,8 @@ from reconciler.assembly import ReconcilerSettings, build
 from reconciler.crdcheck.check import EVENT_REASON
 from reconciler.crdcheck.settings import CrdCheckSettings
 from reconciler.crdcheck.wiring import PEER as CRDCHECK
-from reconciler.inferno.controller import PEER as INFERNO
 from reconciler.inferno.settings import InfernoSettings
+from reconciler.inferno.wiring import PEER as INFERNO
 from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.peer import new_context
 from reconciler.runtime.client import KubeClient

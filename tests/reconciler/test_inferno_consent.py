@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from reconciler.inferno.ceilings import Ceilings
-from reconciler.inferno.controller import register_inferno
 from reconciler.inferno.kinds import DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER
 from reconciler.inferno.settings import InfernoSettings
+from reconciler.inferno.wiring import register
 from reconciler.runtime.kinds import Kind
 from shared.api import inferno as api
 from shared.scaling_consent import ANNOTATION_SCALED_BY
@@ -78,7 +78,7 @@ async def running(fake: FakeApiServer, cluster: Cluster) -> AsyncIterator[Runnin
         fake.register_crd(yaml.safe_load(path.read_text()))
     fake.create(deployment())
     reconciler = RunningReconciler(fake, FAST, "r1")
-    register_inferno(reconciler.manager, reconciler.client, InfernoSettings(ceilings=CEILINGS))
+    register(reconciler.process.context, InfernoSettings(ceilings=CEILINGS))
     stop = asyncio.Event()
     playing = asyncio.create_task(_play_deployment_controller(cluster, stop))
     await reconciler.start()

@@ -23,22 +23,25 @@ from prometheus_client import CollectorRegistry
 from pytest_aiohttp import AiohttpServer
 
 from optimizer.optimize import optimize
-from optimizer.rest import STATE, OptimizerState, make_app
+from optimizer.rest.app import make_app
+from optimizer.rest.state import STATE, OptimizerState
 from optimizer.system import Allocation, allocation_to_resource, system_from_resources
-from reconciler.inferno.controller import register_inferno
+from reconciler.assembly import ReconcilerProcess, ReconcilerSettings, build
 from reconciler.inferno.kinds import ACCELERATOR, CAPACITY, MODEL, OPTIMIZER, SERVER, SERVICE_CLASS
 from reconciler.inferno.kinds import INFERNO_INPUT_KINDS as INPUT_KINDS
 from reconciler.inferno.remote import RemoteSettings
 from reconciler.inferno.settings import (
     InfernoSettings,
     InfernoSettingsError,
-    add_inferno_arguments,
-    inferno_settings_from_args,
+    add_arguments,
+    settings_from_args,
 )
+from reconciler.inferno.wiring import PEER as INFERNO_PEER
 from reconciler.runtime.client import KubeClient
+from reconciler.runtime.informer import Informer
 from reconciler.runtime.kinds import Kind
-from reconciler.runtime.manager import Manager, ManagerOptions
 from reconciler.runtime.metrics import Metrics
+from reconciler.settings import ProcessSettings
 from shared.api import inferno as api
 from shared.inferno_validation import parse_inferno_object
 from tests.fakeapi.reqlog import LoggedRequest
@@ -116,7 +119,7 @@ async def cluster(inferno_api: FakeApiServer) -> AsyncIterator[Cluster]:
 
 
 class RunningInferno:
-    """A manager with only the Inferno controller, as `register_inferno` wires it into the reconciler."""
+    """A reconciler process with only the Inferno controller, registered as the assembly registers every peer."""
 
     def __init__(self, fake: FakeApiServer, settings: InfernoSettings) -> None:
         self.fake = fake
@@ -125,14 +128,13 @@ class RunningInferno:
         self.client = KubeClient.for_configuration(
             fake.aio_configuration(), user_agent=self.user_agent, metrics=self.metrics
         )
-        self.manager = Manager(
-            self.client,
-            options=ManagerOptions(
-                leader_elect=False, identity="inferno-test", resync_period=0, shutdown_timeout=2.0, watch_timeout=30
-            ),
-            metrics=self.metrics,
+        process = ProcessSettings(
+            leader_elect=False, identity="inferno-test", resync_period=0, shutdown_timeout=2.0, watch_timeout=30
         )
-        register_inferno(self.manager, self.client, settings)
+        built = build(
+            ReconcilerSettings(process=process, inferno=settings), self.client, self.metrics, peers=(INFERNO_PEER,)
+        )
+        self.manager = built.manager
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -691,16 +693,15 @@ async def test_an_optimisation_error_is_final_until_something_changes(
 
 def parse(argv: list[str], environ: dict[str, str]) -> InfernoSettings:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--namespaces", type=lambda text: tuple(text.split(",")), default=())
-    add_inferno_arguments(parser, environ=environ)
-    return inferno_settings_from_args(parser.parse_args(argv), environ=environ)
+    add_arguments(parser, environ)
+    return settings_from_args(parser.parse_args(argv), environ)
 
 
 def test_settings_default_to_an_embedded_optimizer_on_the_reconcilers_namespaces() -> None:
-    settings = parse(["--namespaces", "a,b"], {})
-    assert (settings.enabled, settings.namespaces, settings.remote) == (True, ("a", "b"), None)
+    settings = parse([], {})
+    assert (settings.enabled, settings.namespaces, settings.remote) == (True, (), None)  # (): the process's
     assert settings.mode == "embedded"
-    assert parse(["--namespaces", "a", "--inferno-namespaces", "c, d"], {}).namespaces == ("c", "d")
+    assert parse(["--inferno-namespaces", "c, d"], {}).namespaces == ("c", "d")
     env = {"MODELBOOSTER_RECONCILER_INFERNO_NAMESPACES": "e", "MODELBOOSTER_RECONCILER_INFERNO": "false"}
     assert (parse([], env).namespaces, parse([], env).enabled) == (("e",), False)
     assert parse(["--inferno"], env).enabled is True
@@ -739,17 +740,58 @@ def test_a_bad_environment_flag_is_a_usage_error(capsys: pytest.CaptureFixture[s
     assert "MODELBOOSTER_RECONCILER_INFERNO_TIMEOUT: '0': must be positive" in capsys.readouterr().err
 
 
+def _inferno_process(client: KubeClient, process: ProcessSettings, inferno: InfernoSettings) -> ReconcilerProcess:
+    settings = ReconcilerSettings(process=process, inferno=inferno)
+    return build(settings, client, Metrics(), peers=(INFERNO_PEER,))
+
+
+def _own_informers(process: ReconcilerProcess) -> list[Informer]:
+    return [informer for informer in process.manager.informers if informer is not process.discovery.informer]
+
+
 async def test_disabled_registers_nothing(inferno_api: FakeApiServer) -> None:
     client = KubeClient.for_configuration(inferno_api.aio_configuration())
     try:
-        manager = Manager(client, options=ManagerOptions(leader_elect=False), metrics=Metrics())
-        register_inferno(manager, client, InfernoSettings(enabled=False))
-        assert (manager.controllers, manager.informers) == ([], [])
-        register_inferno(manager, client, InfernoSettings())
-        assert [c.name for c in manager.controllers] == ["inferno"]
-        assert sorted(i.kind.plural for i in manager.informers) == sorted(
+        disabled = _inferno_process(client, ProcessSettings(leader_elect=False), InfernoSettings(enabled=False))
+        assert (disabled.manager.controllers, _own_informers(disabled)) == ([], [])
+        assert disabled.registered == {"inferno": None}
+        enabled = _inferno_process(client, ProcessSettings(leader_elect=False), InfernoSettings())
+        assert [c.name for c in enabled.manager.controllers] == ["inferno"]
+        assert sorted(i.kind.plural for i in _own_informers(enabled)) == sorted(
             [k.plural for k in INPUT_KINDS] + ["optimizers"]
         )
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    ("watched", "inferno", "expected"),
+    [((), (), [None]), (("a", "b"), (), ["a", "b"]), (("a", "b"), ("b",), ["b"])],
+)
+async def test_inferno_watches_the_process_namespaces_unless_its_own_list_narrows_them(
+    inferno_api: FakeApiServer, watched: tuple[str, ...], inferno: tuple[str, ...], expected: list[str | None]
+) -> None:
+    client = KubeClient.for_configuration(inferno_api.aio_configuration())
+    try:
+        process = ProcessSettings(leader_elect=False, namespaces=watched)
+        built = _inferno_process(client, process, InfernoSettings(namespaces=inferno))
+        assert {tuple(informer._scopes) for informer in _own_informers(built)} == {tuple(expected)}
+    finally:
+        await client.close()
+
+
+async def test_inferno_writes_under_the_process_field_manager_with_its_own_suffix(
+    inferno_api: FakeApiServer,
+) -> None:
+    client = KubeClient.for_configuration(inferno_api.aio_configuration())
+    try:
+        default = _inferno_process(client, ProcessSettings(leader_elect=False), InfernoSettings())
+        assert default.registered["inferno"].field_manager == "modelbooster-inferno"
+        long_name = ProcessSettings(leader_elect=False, field_manager="x" * 128)
+        renamed = _inferno_process(client, long_name, InfernoSettings())
+        manager = renamed.registered["inferno"].field_manager
+        assert (len(manager), manager.endswith("-inferno")) == (128, True)
+        assert renamed.registered["inferno"].recorder is renamed.context.recorder
     finally:
         await client.close()
 

@@ -31,9 +31,10 @@ from aiohttp import web
 from optimizer.optimize import optimize
 from optimizer.system import system_from_resources
 from reconciler.inferno.ceilings import Ceilings
-from reconciler.inferno.controller import register_inferno
+from reconciler.inferno.controller import OptimizerReconciler
 from reconciler.inferno.prometheus import PrometheusSettings
 from reconciler.inferno.settings import InfernoSettings
+from reconciler.inferno.wiring import register
 from reconciler.modelbooster.kinds import AUTOSCALING_POLICY, MODEL_BOOSTER, MODEL_SERVING
 from reconciler.runtime.kinds import Kind
 from shared.api import inferno as api
@@ -150,7 +151,9 @@ def decided(rate: float) -> int:
         service_classes=[o for o in parsed if isinstance(o, api.ServiceClass)],
         servers=servers,
         capacities=[],
-        flags=api.OptimizerSpec(unlimited=True, heterogeneous=False, milpSolver=False, useCplex=False),
+        flags=api.OptimizerSpec.model_validate(
+            {"unlimited": True, "heterogeneous": False, "milpSolver": False, "useCplex": False}
+        ),
     )
     return optimize(system).desired()["a"].num_replicas
 
@@ -170,6 +173,10 @@ class Loop:
     cluster: Cluster
     reconciler: RunningReconciler
     prometheus: ScriptedPrometheus
+    inferno: OptimizerReconciler | None = None
+
+    def sample(self, name: str, **labels: str) -> float | None:
+        return self.reconciler.metrics.registry.get_sample_value(name, labels)
 
     def replicas(self, backend_name: str) -> int | None:
         serving = self.cluster.get(MODEL_SERVING, f"m-{backend_name}")
@@ -231,7 +238,7 @@ async def start_loop(fake: FakeApiServer, cluster: Cluster) -> AsyncIterator[Any
             backoff_base=0.02, backoff_max=0.2, prometheus=PrometheusSettings(url=prometheus.url, timeout=1.0),
             ceilings=Ceilings(min_stabilization=0),
         )  # fmt: skip
-        register_inferno(loop_state.reconciler.manager, loop_state.reconciler.client, settings)
+        loop_state.inferno = register(loop_state.reconciler.process.context, settings)
         cluster.create_booster(opted_in_booster())
         tasks.append(asyncio.create_task(_play_modelserving_controller(cluster, stop)))
         running.append(await loop_state.reconciler.start())
@@ -435,3 +442,26 @@ async def test_the_guardrail_overrules_a_saturated_decision_and_says_so(start_lo
     await eventually(lambda: loop.condition("a", "SaturationOverride").get("status") == "False")
     assert loop.condition("a", "SaturationOverride")["reason"] == "NotOverridden"
     await eventually(lambda: loop.replicas("a") == decided(60), within=10)
+
+
+async def test_what_the_loop_keeps_for_a_server_goes_with_it_and_the_rest_with_the_last_optimizer(
+    start_loop: Any,
+) -> None:
+    """State with one owner: the run that finds a Server gone drops its stabiliser and its series; the reconcile
+    that finds the namespace's last Optimizer gone drops what is left, with no event handler of its own."""
+    loop: Loop = await start_loop(stabilization="1s", a=60, b=60)
+    assert loop.inferno is not None
+    stabilizers = loop.inferno.loop.actuator.stabilizers
+    await eventually(lambda: len(stabilizers) == 2 and loop.sample("inferno_load_stale", namespace=NS, server="b") == 0,
+                     within=10)  # fmt: skip
+    runs = loop.runs()
+    await loop.cluster.delete(SERVER, "b")
+    await eventually(lambda: loop.runs() >= runs + 2, within=10)
+    assert len(stabilizers) == 1
+    assert loop.sample("inferno_load_stale", namespace=NS, server="b") is None
+    assert loop.sample("inferno_load_stale", namespace=NS, server="a") == 0
+
+    await loop.cluster.delete(OPTIMIZER, "inferno")
+    await eventually(lambda: len(stabilizers) == 0, within=10)
+    assert loop.sample("inferno_load_stale", namespace=NS, server="a") is None
+    assert loop.sample("inferno_allocation_cost", optimizer_namespace=NS, optimizer="inferno") is None

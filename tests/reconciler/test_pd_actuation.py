@@ -28,11 +28,10 @@ import pytest
 import yaml
 
 from reconciler.inferno.ceilings import Ceilings
-from reconciler.inferno.controller import register_inferno
 from reconciler.inferno.load import LoadQueries
 from reconciler.inferno.prometheus import PrometheusSettings
-from reconciler.inferno.settings import FIELD_MANAGER as INFERNO_MANAGER
-from reconciler.inferno.settings import InfernoSettings
+from reconciler.inferno.settings import InfernoSettings, field_manager_of
+from reconciler.inferno.wiring import register
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
 from reconciler.runtime.kinds import Kind
 from shared.api import inferno as api
@@ -161,7 +160,7 @@ def start_reconciler(fake: FakeApiServer, *, prometheus_url: str | None) -> Runn
         prometheus=None if prometheus_url is None else PrometheusSettings(url=prometheus_url, timeout=2.0),
         load_queries=LoadQueries(window=WINDOW),
     )
-    register_inferno(reconciler.manager, reconciler.client, settings)
+    register(reconciler.process.context, settings)
     return reconciler
 
 
@@ -180,7 +179,7 @@ def serving_writes(reconciler: RunningReconciler) -> list[str]:
         f"{entry.verb} {entry.content_type}"
         for entry in reconciler.writes()
         if entry.resource == "modelservings" and entry.name == "m-pd" and entry.verb != "create"
-        and entry.query.get("fieldManager") != INFERNO_MANAGER
+        and entry.query.get("fieldManager") != field_manager_of(reconciler.settings.process.field_manager)
     ]  # fmt: skip
 
 

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from reconciler.inferno.controller import optimizer_interval
 from reconciler.inferno.kinds import MODEL_SERVING
 from reconciler.inferno.load import DEFAULT_ARRIVAL_QUERY, LoadQueries, LoadQueryError
+from reconciler.inferno.mapping import optimizer_interval
 from reconciler.inferno.prometheus import PrometheusSettings, PrometheusSettingsError, QueryFailure, parse_number
+from reconciler.inferno.report import Series
 from reconciler.inferno.rivals import _binding
-from reconciler.inferno.settings import InfernoSettingsError, add_inferno_arguments, inferno_settings_from_args
+from reconciler.inferno.settings import InfernoSettingsError, add_arguments, settings_from_args
 from reconciler.inferno.signals import SignalQueries, SignalQueryError
 from reconciler.inferno.stabilizer import Stabilizer
 from reconciler.inferno.targets import Bounds
@@ -218,7 +219,7 @@ def test_an_optimizer_interval_is_a_go_duration_of_at_least_100ms() -> None:
 
 def parse(*argv: str, environ: dict[str, str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_inferno_arguments(parser, environ=environ or {})
+    add_arguments(parser, environ=environ or {})
     return parser.parse_args(list(argv))
 
 
@@ -227,25 +228,25 @@ def test_prometheus_flags_make_the_settings(tmp_path: Any) -> None:
     token.write_text("secret\n")
     args = parse("--prometheus-url", "https://prom:9090", "--prometheus-bearer-token-file", str(token),
                  "--prometheus-window", "5m", "--prometheus-timeout", "3")  # fmt: skip
-    settings = inferno_settings_from_args(args, environ={})
+    settings = settings_from_args(args, environ={})
     assert settings.prometheus == PrometheusSettings(url="https://prom:9090", bearer_token_file=str(token), timeout=3)
     assert settings.load_queries.window == "5m"
 
 
 def test_without_a_prometheus_url_loads_are_what_the_servers_say() -> None:
-    assert inferno_settings_from_args(parse(), environ={}).prometheus is None
+    assert settings_from_args(parse(), environ={}).prometheus is None
 
 
 def test_the_url_can_come_from_the_environment() -> None:
     args = parse(environ={"MODELBOOSTER_RECONCILER_PROMETHEUS_URL": "http://prom:9090"})
-    settings = inferno_settings_from_args(args, environ={})
+    settings = settings_from_args(args, environ={})
     assert settings.prometheus is not None
     assert settings.prometheus.url == "http://prom:9090"
 
 
 def test_a_bad_query_flag_is_a_settings_error() -> None:
     with pytest.raises(InfernoSettingsError, match="--prometheus-length-query"):
-        inferno_settings_from_args(parse("--prometheus-length-query", "x[$windw]"), environ={})
+        settings_from_args(parse("--prometheus-length-query", "x[$windw]"), environ={})
 
 
 # --- per-Server series -----------------------------------------------------------------------------------
@@ -264,7 +265,7 @@ def test_a_run_replaces_its_namespaces_series_and_a_lost_leadership_withdraws_th
         return registry.get_sample_value("inferno_desired_replicas", labels)
 
     def run(namespace: str, *servers: str) -> None:
-        series = set()
+        series: Series = set()
         for server in servers:
             labels = (namespace, server, "", "", "G2")
             metrics.desired_replicas.labels(*labels).set(2)
@@ -303,7 +304,7 @@ def test_the_url_is_shown_without_user_and_password() -> None:
 
 def test_the_token_flag_does_not_suggest_the_reconcilers_own_token() -> None:
     parser = argparse.ArgumentParser()
-    add_inferno_arguments(parser, environ={})
+    add_arguments(parser, environ={})
     (action,) = [a for a in parser._actions if "--prometheus-bearer-token-file" in a.option_strings]
     assert "serviceaccount/token" not in (action.help or "")
     assert "never the reconciler's ServiceAccount token" in (action.help or "")
@@ -320,11 +321,11 @@ def test_a_bad_signal_template_is_refused_naming_its_flag(field: str, flag: str)
 
 def test_the_signal_query_flags_reach_the_settings() -> None:
     parser = argparse.ArgumentParser()
-    add_inferno_arguments(parser, environ={})
+    add_arguments(parser, environ={})
     query = 'avg(my_kv{namespace="$namespace",role="$role"})'
-    settings = inferno_settings_from_args(parser.parse_args([f"--prometheus-kv-cache-query={query}"]), environ={})
+    settings = settings_from_args(parser.parse_args([f"--prometheus-kv-cache-query={query}"]), environ={})
     assert settings.signal_queries is not None
     assert settings.signal_queries.kv_cache == query
     assert settings.signal_queries.for_role().kv_cache == query  # the user's query is theirs to narrow
     with pytest.raises(InfernoSettingsError, match=re.escape("--prometheus-waiting-query: not a valid template")):
-        inferno_settings_from_args(parser.parse_args(["--prometheus-waiting-query=x $"]), environ={})
+        settings_from_args(parser.parse_args(["--prometheus-waiting-query=x $"]), environ={})

@@ -14,7 +14,7 @@ from optimizer.system import OptimizerFlags, system_from_resources
 from shared.api import inferno as api
 from shared.inferno_validation import parse_inferno_object, validate_inferno_objects
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "inferno"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "inferno"
 T = TypeVar("T")
 
 

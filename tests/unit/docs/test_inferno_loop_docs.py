@@ -15,7 +15,7 @@ import promql_parser as promql
 import pytest
 import yaml
 
-from reconciler.inferno.settings import add_inferno_arguments, inferno_settings_from_args
+from reconciler.inferno.settings import add_arguments, settings_from_args
 from shared.api import inferno as api
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS
 from shared.inferno_validation import parse_inferno_object, validate_inferno_objects
@@ -100,8 +100,8 @@ def test_the_chart_values_are_taken_and_the_default_queries_select_each_backend(
     assert rendered.of_kind("PodMonitor")
     argv = container_args(rendered.deployment("reconciler"), "reconciler")[1:]
     parser = argparse.ArgumentParser()
-    add_inferno_arguments(parser, environ={})
-    settings = inferno_settings_from_args(parser.parse_known_args(argv)[0], environ={})
+    add_arguments(parser, environ={})
+    settings = settings_from_args(parser.parse_known_args(argv)[0], environ={})
     assert settings.prometheus is not None
     queries = settings.load_queries
     for template in (queries.arrival, queries.length):

@@ -9,7 +9,7 @@ import yaml
 
 from shared.crds import KINDS, crd
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SERVER_CRD = ROOT / "charts/modelbooster/charts/inferno-crds/crds/inferno.platform.ai_servers.yaml"
 # Short names and plurals of kinds often installed beside us: Linkerd's Server (`srv`), core and apps kinds.
 TAKEN = {"srv", "servers", "svc", "deploy", "rs", "sts", "po", "ns", "hpa", "so", "mb"}

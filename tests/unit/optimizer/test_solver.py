@@ -12,7 +12,7 @@ import pytest
 from optimizer.solver import ServerCandidates, solve_greedy, solve_unlimited, transition_value
 from optimizer.system import Allocation
 from shared.api.inferno import SaturationPolicy
-from tests.unit.inferno.builders import cand, chosen, entry
+from tests.unit.optimizer.builders import cand, chosen, entry
 
 # --- transition value ------------------------------------------------------------------------------------
 

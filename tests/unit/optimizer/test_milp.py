@@ -9,7 +9,7 @@ import pytest
 from optimizer import milp as milp_module
 from optimizer.milp import MilpError, MilpUnavailableError, solve_milp
 from optimizer.solver import ServerCandidates, solve_greedy
-from tests.unit.inferno.builders import cand, chosen, entry, rated
+from tests.unit.optimizer.builders import cand, chosen, entry, rated
 
 needs_scipy = pytest.mark.skipif(not milp_module.milp_available(), reason="SciPy (the 'milp' extra) is not installed")
 
