@@ -113,7 +113,7 @@ from shared.uris import HOSTPATH_SCHEME, PVC_SCHEME
 _EXTERNAL_REPLICAS_PATH: Final = f"metadata.annotations[{ANNOTATION_EXTERNAL_REPLICAS}]"
 _MAX_GRACE_NANOS: Final = MAX_SCALE_TO_ZERO_GRACE_SECONDS * 1_000_000_000
 _SINGLE_WORKER_TYPES: Final = ("vLLM", "SGLang", "MindIE")
-_ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated")
+_ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated", "SGLang")
 # Go's unicode.IsSpace, which strings.TrimSpace uses (Python's str.isspace also accepts U+001C..U+001F).
 _GO_SPACE: Final = frozenset(
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"

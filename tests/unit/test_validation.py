@@ -273,7 +273,6 @@ def test_sglang_with_two_workers_gets_the_reference_error_and_ours() -> None:
     obj = modelbooster(backend(type="SGLang", workers=[worker(), worker()]))
     assert lines(obj) == [
         "spec.backends[0].workers: Invalid value: 2: If backend type is 'SGLang', there must be exactly one worker",
-        'spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated',
     ]
 
 
@@ -283,7 +282,7 @@ def test_mindie_disaggregated_rejects_server_workers() -> None:
         "spec.backends[0].workers[1].type: Invalid value: \"server\": If backend type is 'MindIEDisaggregated', all "
         "workers must be type 'prefill', 'decode', 'controller', or 'coordinator' (not 'server')",
         'spec.backends[0].type: Invalid value: "MindIEDisaggregated": not supported yet; supported: vLLM, '
-        "vLLMDisaggregated",
+        "vLLMDisaggregated, SGLang",
     ]
 
 
@@ -367,10 +366,10 @@ def test_explicit_nulls_count_as_absent_as_the_api_server_prunes_them() -> None:
 # --- docs/design/validation.md §6: additional rules ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["SGLang", "MindIE"])
+@pytest.mark.parametrize("kind", ["MindIE"])
 def test_backend_types_we_cannot_synthesize_are_rejected(kind: str) -> None:
     assert lines(modelbooster(backend(type=kind))) == [
-        f'spec.backends[0].type: Invalid value: "{kind}": not supported yet; supported: vLLM, vLLMDisaggregated'
+        f'spec.backends[0].type: Invalid value: "{kind}": not supported yet; supported: vLLM, vLLMDisaggregated, SGLang'
     ]
 
 
@@ -731,7 +730,7 @@ def test_an_old_object_that_does_not_decode_skips_the_update_rules() -> None:
 
 def test_errors_come_in_the_documented_order() -> None:
     obj = modelbooster(
-        backend(type="SGLang", minReplicas=2, maxReplicas=1, rateLimit={}, env=[{"name": "A"}, {"name": "A"}]),
+        backend(type="MindIE", minReplicas=2, maxReplicas=1, rateLimit={}, env=[{"name": "A"}, {"name": "A"}]),
         rateLimit={},
     )
     assert lines(obj) == [
@@ -739,7 +738,7 @@ def test_errors_come_in_the_documented_order() -> None:
         f'spec.backends[0]: Invalid value: "minReplicas=2, maxReplicas=1": {NO_AUTOSCALING}',
         f"spec.rateLimit: Forbidden: {RATE}",
         f"spec.backends[0].rateLimit: Forbidden: {RATE}",
-        'spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated',
+        'spec.backends[0].type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated, SGLang',
         'spec.backends[0].env[1].name: Duplicate value: "A"',
     ]
 
@@ -758,7 +757,8 @@ def test_parse_modelbooster_raises_with_the_denial_message() -> None:
         parse_modelbooster(modelbooster(backend(type="MindIE")))
     assert str(caught.value) == (
         "validation failed:\n"
-        '  - spec.backends[0].type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated'
+        '  - spec.backends[0].type: Invalid value: "MindIE": not supported yet; '
+        'supported: vLLM, vLLMDisaggregated, SGLang'
     )
     assert [error.path for error in caught.value.errors] == ["spec.backends[0].type"]
 

@@ -174,9 +174,9 @@ async def test_the_external_replicas_opt_in_takes_true_or_false_only(webhook: We
 
 
 async def test_unsupported_backend_type_is_denied(webhook: Webhook) -> None:
-    response = await _validate(webhook, _with("backends.0.type", "SGLang"))
+    response = await _validate(webhook, _with("backends.0.type", "MindIE"))
     assert response["allowed"] is False
-    assert "not supported yet; supported: vLLM, vLLMDisaggregated" in response["status"]["message"]
+    assert "not supported yet; supported: vLLM, vLLMDisaggregated, SGLang" in response["status"]["message"]
 
 
 async def test_update_checks_the_old_object(webhook: Webhook) -> None:
