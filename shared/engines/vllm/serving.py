@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from kubernetes.client import V1EnvVar
 
+from shared.constants import ENV_ALLOW_RUNTIME_LORA_UPDATING
 from shared.engines.engine import Engine, Launch, LoraCall, config_args
 from shared.naming import ray_worker_container_name
 
@@ -27,8 +28,8 @@ KV_EVENTS_CONFIG: Final = json.dumps(
     {"enable_kv_cache_events": True, "publisher": "zmq", "topic": "kv-events", "endpoint": "tcp://*:5557"},
     separators=(",", ":"),
 )
-# vllm/envs.py: the runtime LoRA routes (vllm/entrypoints/serve/lora/api_router.py) exist only with it.
-ENV_ALLOW_RUNTIME_LORA_UPDATING: Final = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
+# ENV_ALLOW_RUNTIME_LORA_UPDATING (vllm/envs.py): the runtime LoRA routes (vllm/entrypoints/serve/lora/api_router.py)
+# exist only with it.
 
 # Options registered with argparse.BooleanOptionalAction (a bool field of a config dataclass, through
 # vllm/engine/arg_utils.py `get_kwargs`), which therefore also take `--no-<option>`.
