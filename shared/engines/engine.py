@@ -73,6 +73,17 @@ class Engine:
     lora_unload_calls: Callable[[str], tuple[LoraCall, ...]]  # (name)
 
 
+def port_script(script: str) -> Callable[[int], str]:
+    """A shell script written as a `str.format` template over `{port}`, as a function of the port. Split once:
+    `str.format` re-parses the whole script on every call."""
+    head, tail = script.format(port="\0").split("\0")
+
+    def render(port: int) -> str:
+        return f"{head}{port}{tail}"
+
+    return render
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A worker's `config` as command-line options: the one renderer every engine uses (docs/design/synthesis.md §9).
 

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from kubernetes.client import V1EnvVar
 
-from shared.engines.engine import Engine, Launch, LoraCall, config_args, option_name, sets_option
+from shared.engines.engine import Engine, Launch, LoraCall, config_args, option_name, port_script, sets_option
 
 VERSION: Final = "0.5.23"
 ENTRYPOINT: Final = ("python3", "-m", "sglang.launch_server")
@@ -58,11 +58,7 @@ while true; do
   sleep 5
 done
 """
-_DRAIN_HEAD, _DRAIN_TAIL = DRAIN_SCRIPT.format(port="\0").split("\0")
-
-
-def drain_script(port: int) -> str:
-    return f"{_DRAIN_HEAD}{port}{_DRAIN_TAIL}"
+drain_script: Final = port_script(DRAIN_SCRIPT)
 
 
 def _options(launch: Launch) -> dict[str, Any]:
@@ -136,17 +132,8 @@ def lora_unload_calls(name: str) -> tuple[LoraCall, ...]:
 
 
 SGLANG: Final = Engine(
-    name="SGLang",
-    version=VERSION,
-    runtime_names={"SGLang": "sglang"},
-    default_port=DEFAULT_PORT,
-    negatable_flags=NEGATABLE_FLAGS,
-    served_name_key="served-model-name",
-    entry_command=entry_command,
-    worker_command=worker_command,
-    worker_container=worker_container,
-    drain_script=drain_script,
-    runtime_lora_enabled=runtime_lora_enabled,
-    lora_load_calls=lora_load_calls,
-    lora_unload_calls=lora_unload_calls,
+    name="SGLang", version=VERSION, runtime_names={"SGLang": "sglang"}, default_port=DEFAULT_PORT,
+    negatable_flags=NEGATABLE_FLAGS, served_name_key="served-model-name", entry_command=entry_command,
+    worker_command=worker_command, worker_container=worker_container, drain_script=drain_script,
+    runtime_lora_enabled=runtime_lora_enabled, lora_load_calls=lora_load_calls, lora_unload_calls=lora_unload_calls,
 )

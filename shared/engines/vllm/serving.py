@@ -14,7 +14,7 @@ from typing import Any, Final
 from kubernetes.client import V1EnvVar
 
 from shared.constants import ENV_ALLOW_RUNTIME_LORA_UPDATING
-from shared.engines.engine import Engine, Launch, LoraCall, config_args
+from shared.engines.engine import Engine, Launch, LoraCall, config_args, port_script
 from shared.naming import ray_worker_container_name
 
 VERSION: Final = "0.33.0"
@@ -147,12 +147,7 @@ while true; do
   fi
 done
 """
-# Split once around the port: `str.format` re-parses the whole script on every call.
-_DRAIN_HEAD, _DRAIN_TAIL = DRAIN_SCRIPT.format(port="\0").split("\0")
-
-
-def drain_script(port: int) -> str:
-    return f"{_DRAIN_HEAD}{port}{_DRAIN_TAIL}"
+drain_script: Final = port_script(DRAIN_SCRIPT)
 
 
 def lora_args(loras: Sequence[tuple[str, str]]) -> list[str]:
@@ -201,17 +196,9 @@ def lora_unload_calls(name: str) -> tuple[LoraCall, ...]:
 
 
 VLLM: Final = Engine(
-    name="vLLM",
-    version=VERSION,
-    runtime_names={"vLLM": "vllm", "vLLMDisaggregated": "vllmdisaggregated"},
-    default_port=DEFAULT_PORT,
-    negatable_flags=NEGATABLE_FLAGS,
-    served_name_key="served-model-name",
-    entry_command=entry_command,
-    worker_command=worker_command,
-    worker_container=ray_worker_container_name,
-    drain_script=drain_script,
-    runtime_lora_enabled=runtime_lora_enabled,
-    lora_load_calls=lora_load_calls,
+    name="vLLM", version=VERSION, runtime_names={"vLLM": "vllm", "vLLMDisaggregated": "vllmdisaggregated"},
+    default_port=DEFAULT_PORT, negatable_flags=NEGATABLE_FLAGS, served_name_key="served-model-name",
+    entry_command=entry_command, worker_command=worker_command, worker_container=ray_worker_container_name,
+    drain_script=drain_script, runtime_lora_enabled=runtime_lora_enabled, lora_load_calls=lora_load_calls,
     lora_unload_calls=lora_unload_calls,
 )
