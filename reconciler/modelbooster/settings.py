@@ -8,7 +8,8 @@ ConfigMap; the others (workers, LoRA timeout) and the process's settings are fix
 
 ConfigMap keys (the first two are Kthena's `model-booster-controller-config` keys, so an existing override
 keeps working): `model_serving_runtime_image`, `model_serving_downloader_image`, `engine_env.json` (a JSON list
-of core/v1 EnvVar objects appended to every engine and runtime container).
+of core/v1 EnvVar objects appended to every engine and runtime container), `model_serving_sglang_image` (the
+engine image of SGLang server workers that name none; ConfigMap only).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ logger = logging.getLogger(__name__)
 KEY_RUNTIME_IMAGE = "model_serving_runtime_image"
 KEY_DOWNLOADER_IMAGE = "model_serving_downloader_image"
 KEY_ENGINE_ENV = "engine_env.json"
+KEY_SGLANG_IMAGE = "model_serving_sglang_image"
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,8 @@ class DynamicSettings:
                 new = replace(new, runtime_image=data[KEY_RUNTIME_IMAGE].strip())
             if data.get(KEY_DOWNLOADER_IMAGE):
                 new = replace(new, downloader_image=data[KEY_DOWNLOADER_IMAGE].strip())
+            if data.get(KEY_SGLANG_IMAGE):
+                new = replace(new, sglang_image=data[KEY_SGLANG_IMAGE].strip())
             if data.get(KEY_ENGINE_ENV):
                 new = replace(new, engine_env=parse_engine_env(data[KEY_ENGINE_ENV]))
         except SettingsError as error:

@@ -163,8 +163,10 @@ def _resources(worker: ModelWorker) -> dict[str, Any]:
     return {"resources": wire}
 
 
-def _image(worker: ModelWorker) -> dict[str, Any]:
-    return {"image": worker.image} if worker.image else {}
+def _image(plan: BackendPlan, worker: ModelWorker, settings: SynthesisSettings) -> dict[str, Any]:
+    """The worker's image, else the settings' image of its engine (none for vLLM: its workers name theirs)."""
+    image = worker.image or settings.engine_image(plan.engine.name)
+    return {"image": image} if image else {}
 
 
 def _dshm_volume() -> dict[str, Any]:
@@ -222,7 +224,7 @@ def _entry_pod(plan: BackendPlan, *, server: ModelWorker, pods: int, settings: S
     command = plan.engine.entry_command(launch(plan, worker=server, config=_config(server), pods=pods))
     engine: dict[str, Any] = {
         "name": "engine",
-        **_image(server),
+        **_image(plan, server, settings),
         "command": command,
         "env": engine_env(backend.env, settings=settings),
         **_resources(server),
@@ -258,7 +260,7 @@ def _worker_pod(plan: BackendPlan, *, server: ModelWorker, pods: int, settings: 
     backend = plan.backend
     worker: dict[str, Any] = {
         "name": plan.engine.worker_container(backend.name),
-        **_image(server),
+        **_image(plan, server, settings),
         "command": plan.engine.worker_command(launch(plan, worker=server, config=_config(server), pods=pods)),
     }
     if backend.env:
@@ -321,7 +323,7 @@ def _pd_pod(plan: BackendPlan, *, role: str, worker: ModelWorker, settings: Synt
     )
     engine: dict[str, Any] = {
         "name": "vllm",
-        **_image(worker),
+        **_image(plan, worker, settings),
         "ports": [{"containerPort": port}],
         "env": _pd_env(plan, role=role, settings=settings),
         "command": plan.engine.entry_command(launch(plan, worker=worker, config=_config(worker))),
