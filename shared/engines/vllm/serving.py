@@ -178,10 +178,11 @@ def worker_command(launch: Launch) -> list[str]:
 
 
 def runtime_lora_enabled(env: Sequence[V1EnvVar] | None, config: Mapping[str, Any] | None) -> bool:
-    """vLLM serves its LoRA routes only when the variable is `true` (first entry, any case)."""
+    """vLLM serves its LoRA routes only when the variable is `1` or `true` (any case, blanks around it ignored:
+    vllm/envs.py). The first entry of that name counts (validation refuses duplicates)."""
     for entry in env or ():
         if entry.name == ENV_ALLOW_RUNTIME_LORA_UPDATING:
-            return (entry.value or "").lower() == "true"
+            return (entry.value or "").strip().lower() in ("1", "true")
     return False
 
 
