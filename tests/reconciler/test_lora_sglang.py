@@ -13,53 +13,25 @@ from aiohttp import web
 
 from reconciler.modelbooster.kinds import MODEL_SERVING
 from tests.reconciler.harness import Cluster, RunningReconciler, backend, booster, eventually, quiet
-from tests.reconciler.test_lora import lora, running_pod, set_adapters
+from tests.reconciler.test_lora import FakeRuntime, lora, running_pod, set_adapters
 
 
-class FakeSGLang:
-    """SGLang's LoRA routes, or the runtime sidecar's download route, on loopback: records calls, answers as SGLang
-    does (200 with `success`, 400 with the reason), or with an endless error body."""
+class FakeSGLang(FakeRuntime):
+    """SGLang's LoRA routes, or the runtime sidecar's download route, on loopback: answers as SGLang does (200 with
+    `success`, 400 with the reason), or with an endless error body."""
 
     def __init__(self, routes: tuple[str, ...]) -> None:
-        self.routes = routes
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.fail_loads = False
-        self.endless_errors = False
-        self.error_bytes_sent = 0
-        self.port = 0
-        self._runner: web.AppRunner | None = None
+        super().__init__(routes)
+        self.error_status = 400
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.calls.append((request.path, body))
         if request.path == "/load_lora_adapter" and self.endless_errors:
-            response = web.StreamResponse(status=400)
-            await response.prepare(request)
-            chunk = b'{"success": false, "error_message": "LoRA is not enabled. ' * 1024
-            try:
-                while self.error_bytes_sent < 256 << 20:
-                    await response.write(chunk)
-                    self.error_bytes_sent += len(chunk)
-            except (ConnectionError, RuntimeError):
-                pass
-            return response
+            return await self._endless_error(request)
         if request.path == "/load_lora_adapter" and self.fail_loads:
             return web.json_response({"success": False, "error_message": "adapter rank too large"}, status=400)
         return web.json_response({"success": True, "error_message": ""})
-
-    async def start(self) -> None:
-        app = web.Application()
-        for route in self.routes:
-            app.router.add_post(route, self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     def bodies(self, path: str) -> list[dict[str, Any]]:
         return [body for called, body in self.calls if called == path]
@@ -122,15 +94,21 @@ async def test_adapters_load_and_unload_through_sglangs_routes_without_a_rollout
     assert (cluster.get(MODEL_SERVING, "m-a") or {})["metadata"]["resourceVersion"] == serving_rv
 
 
+async def _failed_load(cluster: Cluster, engine: FakeSGLang, sidecar: FakeSGLang) -> str:
+    """Adds `chat` to a running backend whose engine is set to fail it; the Failed condition's message."""
+    await _running(cluster, sglang_backend(engine.port, sidecar.port, "sql"))
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: cluster.condition("m", "Failed") == "True", within=10.0)
+    message = str(cluster.conditions()["Failed"]["message"])
+    assert "loading LoRA adapter chat into pod m-a-0: HTTP 400: " in message
+    return message
+
+
 async def test_a_refused_load_is_reported_with_sglangs_reason_and_retried(
     cluster: Cluster, reconciler: RunningReconciler, engine: FakeSGLang, sidecar: FakeSGLang
 ) -> None:
-    await _running(cluster, sglang_backend(engine.port, sidecar.port, "sql"))
     engine.fail_loads = True
-    await set_adapters(cluster, "sql", "chat")
-    await eventually(lambda: cluster.condition("m", "Failed") == "True")
-    message = cluster.conditions()["Failed"]["message"]
-    assert "loading LoRA adapter chat into pod m-a-0: HTTP 400: " in message
+    message = await _failed_load(cluster, engine, sidecar)
     assert "adapter rank too large" in message
     engine.fail_loads = False
     await eventually(lambda: cluster.condition("m", "Failed") == "False", within=5.0)
@@ -139,13 +117,8 @@ async def test_a_refused_load_is_reported_with_sglangs_reason_and_retried(
 async def test_an_endless_error_body_is_read_only_as_far_as_its_message(
     cluster: Cluster, reconciler: RunningReconciler, engine: FakeSGLang, sidecar: FakeSGLang
 ) -> None:
-    await _running(cluster, sglang_backend(engine.port, sidecar.port, "sql"))
     engine.endless_errors = True
-    await set_adapters(cluster, "sql", "chat")
-    await eventually(lambda: cluster.condition("m", "Failed") == "True", within=10.0)
-    failed = cluster.conditions()["Failed"]["message"]
-    assert "loading LoRA adapter chat into pod m-a-0: HTTP 400: " in failed
-    assert len(failed) < 1000
+    assert len(await _failed_load(cluster, engine, sidecar)) < 1000
     await quiet(0.5)
     assert engine.error_bytes_sent < 64 << 20
 
