@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from kubernetes.client import V1EnvVar
 
+from shared.engine_config import CONFIG_KEY_SERVED_MODEL_NAME
 from shared.engines.engine import Engine, Launch, LoraCall, config_args, option_name, port_script, sets_option
 
 VERSION: Final = "0.5.23"
@@ -65,7 +66,8 @@ def _options(launch: Launch) -> dict[str, Any]:
     """The worker's config under our defaults: the user's keys win, except metrics, which are always on (the
     drain script, the router and Inferno read them; SGLang serves no `/metrics` without `--enable-metrics`)."""
     config = dict(launch.config or {})
-    defaults: dict[str, Any] = {"host": "0.0.0.0", "port": launch.port, "served-model-name": launch.served_name}
+    defaults: dict[str, Any] = {"host": "0.0.0.0", "port": launch.port}
+    defaults[CONFIG_KEY_SERVED_MODEL_NAME] = launch.served_name
     total_devices = launch.devices * launch.pods
     if total_devices > 1:  # one instance spans every accelerator of its pods
         defaults["tp-size"] = total_devices
@@ -133,7 +135,7 @@ def lora_unload_calls(name: str) -> tuple[LoraCall, ...]:
 
 SGLANG: Final = Engine(
     name="SGLang", version=VERSION, runtime_names={"SGLang": "sglang"}, default_port=DEFAULT_PORT,
-    negatable_flags=NEGATABLE_FLAGS, served_name_key="served-model-name", entry_command=entry_command,
+    negatable_flags=NEGATABLE_FLAGS, served_name_key=CONFIG_KEY_SERVED_MODEL_NAME, entry_command=entry_command,
     worker_command=worker_command, worker_container=worker_container, drain_script=drain_script,
     runtime_lora_enabled=runtime_lora_enabled, lora_load_calls=lora_load_calls, lora_unload_calls=lora_unload_calls,
 )

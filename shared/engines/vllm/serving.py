@@ -14,6 +14,7 @@ from typing import Any, Final
 from kubernetes.client import V1EnvVar
 
 from shared.constants import ENV_ALLOW_RUNTIME_LORA_UPDATING
+from shared.engine_config import CONFIG_KEY_SERVED_MODEL_NAME
 from shared.engines.engine import Engine, Launch, LoraCall, config_args, port_script
 from shared.naming import ray_worker_container_name
 
@@ -198,7 +199,7 @@ def lora_unload_calls(name: str) -> tuple[LoraCall, ...]:
 
 VLLM: Final = Engine(
     name="vLLM", version=VERSION, runtime_names={"vLLM": "vllm", "vLLMDisaggregated": "vllmdisaggregated"},
-    default_port=DEFAULT_PORT, negatable_flags=NEGATABLE_FLAGS, served_name_key="served-model-name",
+    default_port=DEFAULT_PORT, negatable_flags=NEGATABLE_FLAGS, served_name_key=CONFIG_KEY_SERVED_MODEL_NAME,
     entry_command=entry_command, worker_command=worker_command, worker_container=ray_worker_container_name,
     drain_script=drain_script, runtime_lora_enabled=runtime_lora_enabled, lora_load_calls=lora_load_calls,
     lora_unload_calls=lora_unload_calls,
