@@ -97,7 +97,7 @@ def config_object(config: object) -> dict[str, Any] | None:
 _GO_INT = re.compile(r"^[+-]?[0-9]+$")
 
 
-def _worker_port(index: int, worker: ModelWorker, *, kind: str) -> int:
+def _worker_port(index: int, worker: ModelWorker, *, kind: str, default: int) -> int:
     try:
         config = config_mapping(worker.config)
     except ConfigError as error:
@@ -105,7 +105,7 @@ def _worker_port(index: int, worker: ModelWorker, *, kind: str) -> int:
             f"failed to get port for worker {kind}: {error}", worker_index=index, value=None
         ) from None
     if config is None or CONFIG_KEY_PORT not in config:
-        return DEFAULT_ENGINE_PORT
+        return default
     raw = config[CONFIG_KEY_PORT]
     text = go_value_text(raw)
     port = int(text) if _GO_INT.match(text) else 0
@@ -114,21 +114,22 @@ def _worker_port(index: int, worker: ModelWorker, *, kind: str) -> int:
     return port
 
 
-def engine_port(workers: Sequence[ModelWorker]) -> int:
-    """The one port the engine listens on: `config.port` of the engine workers (all equal), else 8000."""
+def engine_port(workers: Sequence[ModelWorker], *, default: int = DEFAULT_ENGINE_PORT) -> int:
+    """The one port the engine listens on: `config.port` of the engine workers (all equal), else the engine's
+    default (vLLM's 8000 unless told otherwise)."""
     first: int | None = None
     for index, worker in enumerate(workers):
         kind = worker_type(worker)
         if kind not in ENGINE_WORKER_TYPES:
             continue
-        port = _worker_port(index, worker, kind=kind)
+        port = _worker_port(index, worker, kind=kind, default=default)
         if first is None:
             first = port
         elif port != first:
             raise EnginePortError(
                 f"workers use different engine ports: {first} and {port}", worker_index=index, value=port
             )
-    return DEFAULT_ENGINE_PORT if first is None else first
+    return default if first is None else first
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Dynamic LoRA updates (docs/design/reconciler.md §10, with the Q5 fix): a vLLM backend that allows runtime LoRA
-updating changes its adapters over HTTP on the running engines instead of by a rollout. Per (ModelBooster uid,
+"""Dynamic LoRA updates (docs/design/reconciler.md §10, with the Q5 fix): a backend whose engine takes adapters at
+run time (vLLM with `VLLM_ALLOW_RUNTIME_LORA_UPDATING=true`, SGLang with `enable-lora`) changes its adapters over
+HTTP on the running engines, by the calls its engine names, instead of by a rollout. Per (ModelBooster uid,
 backend) it remembers which adapters the live template carries and each pod has loaded; that memory is in the
 process (a restart forgets it) and is dropped when the reconcile finds the ModelBooster gone.
 """
@@ -16,6 +17,7 @@ from typing import Any, Final
 import aiohttp
 
 from reconciler.modelbooster.kinds import MODEL_SERVING
+from reconciler.modelbooster.synthesis.backend import is_disaggregated
 from reconciler.runtime.apply import Desired, child_matches, controller_ref, is_controlled_by
 from reconciler.runtime.events import EventRecorder
 from reconciler.runtime.informer import Informer, label_index
@@ -26,14 +28,15 @@ from reconciler.runtime.objects import metadata
 from reconciler.runtime.source import ObjectKey
 from shared.api.modelbooster import ModelBackend, ModelBooster
 from shared.constants import (
-    ENV_ALLOW_RUNTIME_LORA_UPDATING,
     LABEL_MANAGED_BY,
     LABEL_MODEL_NAME,
     LABEL_MODEL_UID,
     LABEL_MODELSERVING_NAME,
     MANAGED_BY_VALUE,
 )
-from shared.engine_config import find_env, runtime_port
+from shared.engine_config import ConfigError, EnginePortError, config_mapping, engine_port, runtime_port
+from shared.engines.engine import Engine, LoraCall
+from shared.engines.registry import UnknownEngine, engine_for
 from shared.naming import backend_resource_name
 from shared.uris import download_path
 
@@ -46,11 +49,25 @@ MAX_ERROR_BYTES: Final = 4096
 MAX_ERROR_TEXT: Final = 200
 
 
+def _server_config(backend: ModelBackend) -> Any:
+    for worker in backend.workers:
+        if (worker.type or "server") == "server":
+            try:
+                return config_mapping(worker.config)
+            except ConfigError:
+                return None
+    return None
+
+
 def runtime_lora_enabled(backend: ModelBackend) -> bool:
-    if backend.type != "vLLM":
+    """Only single-server backends (a disaggregated one loads adapters at start only, as in the reference)."""
+    if is_disaggregated(backend):
         return False
-    entry = find_env(backend.env, ENV_ALLOW_RUNTIME_LORA_UPDATING)
-    return entry is not None and (entry.value or "").lower() == "true"
+    try:
+        engine = engine_for(backend.type)
+    except UnknownEngine:
+        return False
+    return engine.runtime_lora_enabled(backend.env, _server_config(backend))
 
 
 def adapters_of(backend: ModelBackend) -> tuple[Adapter, ...]:
@@ -106,7 +123,9 @@ class LoraWork:
     serving: str
     serving_uid: str  # the live ModelServing, controlled by the ModelBooster: its pods are the ones called
     backend: str
-    port: int
+    engine: Engine
+    port: int  # the runtime sidecar's
+    engine_port: int
     cache_uri: str
     target: frozenset[Adapter]
 
@@ -192,6 +211,11 @@ class LoraUpdater:
                     continue  # more than adapters changed: roll out with the new adapters
                 desired = [previous if d.kind == MODEL_SERVING and d.name == serving else d for d in desired]
                 templates[backend.name] = state.template
+            engine = engine_for(backend.type)
+            try:
+                port = engine_port(backend.workers, default=engine.default_port)
+            except EnginePortError:
+                continue  # refused at admission; nothing to call
             work.append(
                 LoraWork(
                     key=(uid, backend.name),
@@ -199,7 +223,9 @@ class LoraUpdater:
                     serving=serving,
                     serving_uid=str(metadata(live).get("uid") or ""),
                     backend=backend.name,
+                    engine=engine,
                     port=runtime_port(backend.env),
+                    engine_port=port,
                     cache_uri=backend.cache_uri or "",
                     target=frozenset(wanted),
                 )
@@ -242,24 +268,19 @@ class LoraUpdater:
         loaded = set(state.loaded.get(pod_uid, frozenset(state.template)))
         if loaded == item.target:
             return []
-        url = f"http://{pod['status']['podIP']}:{item.port}"
+        ip = pod["status"]["podIP"]
         failures: list[str] = []
         # An adapter whose artifact changed is unloaded, then loaded from the new source.
         for name, source in sorted(loaded - item.target):
-            error = await self._post(f"{url}/v1/unload_lora_adapter", {"lora_name": name}, ok=(200,))
+            error = await self._calls(ip, item, item.engine.lora_unload_calls(name))
             if error is None:
                 loaded.discard((name, source))
             else:
                 failures.append(f"unloading LoRA adapter {name} from pod {pod_name}: {error}")
                 await self.recorder.emit(booster, type="Warning", reason="LoraUnloadFailed", message=failures[-1])
         for name, source in sorted(item.target - loaded):
-            body = {
-                "async_download": False,
-                "lora_name": name,
-                "output_dir": download_path(cache_uri=item.cache_uri, source_uri=source),
-                "source": source,
-            }
-            error = await self._post(f"{url}/v1/load_lora_adapter", body, ok=(200, 202))
+            output_dir = download_path(cache_uri=item.cache_uri, source_uri=source)
+            error = await self._calls(ip, item, item.engine.lora_load_calls(name, source, output_dir))
             if error is None:
                 loaded.add((name, source))
             else:
@@ -275,6 +296,15 @@ class LoraUpdater:
                 f"{', '.join(sorted(name for name, _ in item.target)) or '(none)'}",
             )
         return failures
+
+    async def _calls(self, ip: str, item: LoraWork, calls: Sequence[LoraCall]) -> str | None:
+        """The engine's calls in order, to the sidecar's or the engine's port; the first failure ends them."""
+        for call in calls:
+            port = item.port if call.to == "runtime" else item.engine_port
+            error = await self._post(f"http://{ip}:{port}{call.path}", dict(call.body), ok=call.ok)
+            if error is not None:
+                return error
+        return None
 
     async def _post(self, url: str, body: dict[str, Any], *, ok: tuple[int, ...]) -> str | None:
         if self._session is None:

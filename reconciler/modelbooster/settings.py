@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 KEY_RUNTIME_IMAGE = "model_serving_runtime_image"
 KEY_DOWNLOADER_IMAGE = "model_serving_downloader_image"
 KEY_ENGINE_ENV = "engine_env.json"
+KEY_SGLANG_IMAGE = "model_serving_sglang_image"
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ class DynamicSettings:
                 new = replace(new, runtime_image=data[KEY_RUNTIME_IMAGE].strip())
             if data.get(KEY_DOWNLOADER_IMAGE):
                 new = replace(new, downloader_image=data[KEY_DOWNLOADER_IMAGE].strip())
+            if data.get(KEY_SGLANG_IMAGE):
+                new = replace(new, sglang_image=data[KEY_SGLANG_IMAGE].strip())
             if data.get(KEY_ENGINE_ENV):
                 new = replace(new, engine_env=parse_engine_env(data[KEY_ENGINE_ENV]))
         except SettingsError as error:

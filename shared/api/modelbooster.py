@@ -46,7 +46,7 @@ LORA_URI_PATTERN = r"^(hf://|s3://|pvc://).+"
 
 BackendType = Literal["vLLM", "vLLMDisaggregated", "SGLang", "MindIE", "MindIEDisaggregated"]
 WorkerType = Literal["server", "prefill", "decode", "controller", "coordinator"]
-SUPPORTED_BACKEND_TYPES: tuple[BackendType, ...] = ("vLLM", "vLLMDisaggregated")
+SUPPORTED_BACKEND_TYPES: tuple[BackendType, ...] = ("vLLM", "vLLMDisaggregated", "SGLang")
 
 # Defaults of docs/design/api.md §6 that hold unconditionally; the CRD declares them too, so the API server applies
 # them even when the mutating webhook is down (shared/defaults.py applies them for everyone else).

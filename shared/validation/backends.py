@@ -13,7 +13,7 @@ from shared.errors import FieldError, duplicate, invalid
 from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.validation.reads import backend_fields, reads
 
-_ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated")
+_ENGINE_PORT_TYPES: Final = ("vLLM", "vLLMDisaggregated", "SGLang")
 
 
 def env_quantities(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:

@@ -138,7 +138,9 @@ def test_notes_example_is_refused_by_admission_with_the_message_notes_promise(
     assert modelbooster_main(["validate", "-f", str(manifest)]) == 1
     captured = capsys.readouterr()
     message = (captured.err + captured.out).strip()
-    promised = 'spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated'
+    promised = (
+        'spec.backends[0].type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated, SGLang'
+    )
     assert promised in message
     assert promised in defaults.notes
 

@@ -98,16 +98,19 @@ def test_settings_config_map_uses_the_reconciler_keys_and_defaults(defaults: Ren
         KEY_DOWNLOADER_IMAGE,
         KEY_ENGINE_ENV,
         KEY_RUNTIME_IMAGE,
+        KEY_SGLANG_IMAGE,
         parse_engine_env,
     )
     from reconciler.modelbooster.synthesis.settings import (
         DEFAULT_DOWNLOADER_IMAGE,
         DEFAULT_ENGINE_ENV,
         DEFAULT_RUNTIME_IMAGE,
+        DEFAULT_SGLANG_IMAGE,
     )
 
     data = defaults.one("ConfigMap", f"{P}-reconciler")["data"]
-    assert set(data) == {KEY_RUNTIME_IMAGE, KEY_DOWNLOADER_IMAGE, KEY_ENGINE_ENV}
+    assert set(data) == {KEY_RUNTIME_IMAGE, KEY_DOWNLOADER_IMAGE, KEY_ENGINE_ENV, KEY_SGLANG_IMAGE}
+    assert data[KEY_SGLANG_IMAGE] == DEFAULT_SGLANG_IMAGE
     # The chart's defaults are the code's defaults, so installing the chart changes nothing by itself.
     assert data[KEY_RUNTIME_IMAGE] == DEFAULT_RUNTIME_IMAGE
     assert data[KEY_DOWNLOADER_IMAGE] == DEFAULT_DOWNLOADER_IMAGE

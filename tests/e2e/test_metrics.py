@@ -67,7 +67,7 @@ def activity(cluster: Cluster) -> Iterator[dict[str, list[Sample]]]:
     wait_condition(cluster, "e2e", "metrics-probe", "Initialized", "True")
     mark_serving(cluster, "e2e", "metrics-probe-cpu", available=True, replicas=1)
     wait_condition(cluster, "e2e", "metrics-probe", "Active", "True")
-    refused = load_example("invalid/sglang-backend.yaml")
+    refused = load_example("invalid/mindie-backend.yaml")
     refused["metadata"].update(name="metrics-refused", namespace="e2e")
     with pytest.raises(ApiException):
         create_booster(cluster, refused)

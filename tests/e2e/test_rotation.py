@@ -65,7 +65,7 @@ class AdmissionLoad:
     def _run(self, index: int) -> None:
         valid = load_example("single-vllm-cpu.yaml")
         valid["metadata"].update(name=f"rotation-{index}", namespace="e2e")
-        invalid = load_example("invalid/sglang-backend.yaml")
+        invalid = load_example("invalid/mindie-backend.yaml")
         invalid["metadata"].update(name=f"rotation-bad-{index}", namespace="e2e")
         while not self._stop.is_set():
             self._one(valid, invalid)

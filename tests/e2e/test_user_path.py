@@ -86,6 +86,11 @@ DEFAULTS: dict[str, dict[tuple[str | int, ...], Any]] = {
         ("backend", "workers", 1, "type"): "decode",
         ("costExpansionRatePercent",): None,
     },
+    "single-sglang-gpu.yaml": {
+        ("backends", 0, "routeWeight"): 100,
+        ("backends", 0, "workers", 0, "type"): "server",
+        ("backends", 0, "scaleToZeroGracePeriod"): None,
+    },
     "pd-disaggregation-nixl.yaml": {
         ("backends", 0, "routeWeight"): 100,
         ("backends", 0, "workers", 0, "replicas"): 2,

@@ -22,7 +22,9 @@ class FakeRuntime:
     """The runtime sidecar's LoRA API on loopback: records calls, can be told to fail (with a message, or with an
     endless error body, of which it counts what it managed to send)."""
 
-    def __init__(self) -> None:
+    def __init__(self, routes: tuple[str, ...] = ("/v1/load_lora_adapter", "/v1/unload_lora_adapter")) -> None:
+        self.routes = routes
+        self.error_status = 500
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.fail_loads = False
         self.endless_errors = False
@@ -40,7 +42,7 @@ class FakeRuntime:
         return web.Response(status=200, text="ok")
 
     async def _endless_error(self, request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(status=500)
+        response = web.StreamResponse(status=self.error_status)
         await response.prepare(request)
         chunk = b"out of memory; " * 4096
         try:
@@ -53,8 +55,8 @@ class FakeRuntime:
 
     async def start(self) -> None:
         app = web.Application()
-        app.router.add_post("/v1/load_lora_adapter", self._handle)
-        app.router.add_post("/v1/unload_lora_adapter", self._handle)
+        for route in self.routes:
+            app.router.add_post(route, self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

@@ -37,7 +37,7 @@ def lines(obj: Any) -> list[str]:
         (
             modelbooster(backend(type="TGI")),
             # Only the served types: the others the enum declares are refused by a rule of their own.
-            'spec.backends[0].type: Unsupported value: "TGI": supported values: "vLLM", "vLLMDisaggregated"',
+            'spec.backends[0].type: Unsupported value: "TGI": supported values: "vLLM", "vLLMDisaggregated", "SGLang"',
         ),
         (
             modelbooster(backend(modelURI="http://x")),

@@ -48,8 +48,9 @@ EXPECTED_REJECTIONS: dict[str, tuple[list[str], bool]] = {
         ],
         True,
     ),
-    "sglang-backend.yaml": (
-        ['spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated'],
+    "mindie-backend.yaml": (
+        ['spec.backends[0].type: Invalid value: "MindIE": not supported yet; '
+            'supported: vLLM, vLLMDisaggregated, SGLang'],
         False,
     ),
     "pd-without-decode.yaml": (

@@ -31,7 +31,8 @@ def test_a_divisor_says_the_fix_too() -> None:
 @pytest.mark.parametrize("written", ["vllm", "VLLM", "v-llm"])
 def test_a_backend_type_in_the_wrong_case_lists_only_served_types_and_names_the_right_one(written: str) -> None:
     assert _only_error(modelbooster(backend(type=written))) == (
-        f'spec.backends[0].type: Unsupported value: "{written}": supported values: "vLLM", "vLLMDisaggregated"; '
+        f'spec.backends[0].type: Unsupported value: "{written}": '
+        f'supported values: "vLLM", "vLLMDisaggregated", "SGLang"; '
         'did you mean "vLLM"?'
     )
 
@@ -42,7 +43,7 @@ def test_the_single_backend_shape_gets_the_same_list() -> None:
     obj["spec"] = {"backend": {**single, "workers": [worker()]}}
     [line] = [error.render() for error in validate_modelbooster(obj) if error.path == "spec.backend.type"]
     assert line == (
-        'spec.backend.type: Unsupported value: "vllm": supported values: "vLLM", "vLLMDisaggregated"; '
+        'spec.backend.type: Unsupported value: "vllm": supported values: "vLLM", "vLLMDisaggregated", "SGLang"; '
         'did you mean "vLLM"?'
     )
 

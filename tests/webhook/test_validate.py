@@ -174,9 +174,19 @@ async def test_the_external_replicas_opt_in_takes_true_or_false_only(webhook: We
 
 
 async def test_unsupported_backend_type_is_denied(webhook: Webhook) -> None:
-    response = await _validate(webhook, _with("backends.0.type", "SGLang"))
+    response = await _validate(webhook, _with("backends.0.type", "MindIE"))
     assert response["allowed"] is False
-    assert "not supported yet; supported: vLLM, vLLMDisaggregated" in response["status"]["message"]
+    assert "not supported yet; supported: vLLM, vLLMDisaggregated, SGLang" in response["status"]["message"]
+
+
+async def test_an_sglang_backend_is_admitted_and_two_workers_are_not(webhook: Webhook) -> None:
+    response = await _validate(webhook, _with("backends.0.type", "SGLang"))
+    assert response["allowed"] is True
+    two = _with("backends.0.type", "SGLang")
+    two["spec"]["backends"][0]["workers"].append(deep(two["spec"]["backends"][0]["workers"][0]))
+    refused = await _validate(webhook, two)
+    assert refused["allowed"] is False
+    assert "If backend type is 'SGLang', there must be exactly one worker" in refused["status"]["message"]
 
 
 async def test_update_checks_the_old_object(webhook: Webhook) -> None:

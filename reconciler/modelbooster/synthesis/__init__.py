@@ -13,6 +13,7 @@ from reconciler.modelbooster.synthesis.labels import revision_digest
 from reconciler.modelbooster.synthesis.settings import (
     DEFAULT_DOWNLOADER_IMAGE,
     DEFAULT_RUNTIME_IMAGE,
+    DEFAULT_SGLANG_IMAGE,
     SynthesisSettings,
 )
 from reconciler.modelbooster.synthesis.synthesize import synthesize
@@ -20,6 +21,7 @@ from reconciler.modelbooster.synthesis.synthesize import synthesize
 __all__ = [
     "DEFAULT_DOWNLOADER_IMAGE",
     "DEFAULT_RUNTIME_IMAGE",
+    "DEFAULT_SGLANG_IMAGE",
     "SynthesisError",
     "SynthesisSettings",
     "autoscaled_backends",

@@ -19,6 +19,8 @@ from shared.engine_config import (
     runtime_url,
     worker_type,
 )
+from shared.engines.engine import Engine
+from shared.engines.registry import engine_for
 from shared.naming import backend_resource_name
 from shared.uris import (
     HOSTPATH_SCHEME,
@@ -43,6 +45,7 @@ class LoraDownload:
 class BackendPlan:
     owner: Owner
     backend: ModelBackend
+    engine: Engine
     resource_name: str
     volume_name: str
     mount_path: str
@@ -96,7 +99,17 @@ def require_worker(backend: ModelBackend, kind: str) -> ModelWorker:
 
 
 # The workers each backend type needs, checked in this order (docs/design/synthesis.md §6).
-REQUIRED_WORKERS: dict[str, tuple[str, ...]] = {"vLLM": ("server",), "vLLMDisaggregated": ("prefill", "decode")}
+REQUIRED_WORKERS: dict[str, tuple[str, ...]] = {
+    "vLLM": ("server",),
+    "vLLMDisaggregated": ("prefill", "decode"),
+    "SGLang": ("server",),
+}
+DISAGGREGATED_WORKERS = ("prefill", "decode")
+
+
+def is_disaggregated(backend: ModelBackend) -> bool:
+    """Prefill and decode roles rather than one server (a shape of the backend type, whatever the engine)."""
+    return REQUIRED_WORKERS.get(backend.type) == DISAGGREGATED_WORKERS
 
 
 def plan_backend(owner: Owner, backend: ModelBackend) -> BackendPlan:
@@ -106,8 +119,9 @@ def plan_backend(owner: Owner, backend: ModelBackend) -> BackendPlan:
         raise SynthesisError(f"not support model backend type: {backend.type}")
     for kind in REQUIRED_WORKERS[backend.type]:
         require_worker(backend, kind)
+    engine = engine_for(backend.type)
     try:
-        port = engine_port(backend.workers)
+        port = engine_port(backend.workers, default=engine.default_port)
     except EnginePortError as error:
         raise SynthesisError(str(error)) from None
     cache_uri = backend.cache_uri or ""
@@ -117,6 +131,7 @@ def plan_backend(owner: Owner, backend: ModelBackend) -> BackendPlan:
     return BackendPlan(
         owner=owner,
         backend=backend,
+        engine=engine,
         resource_name=backend_resource_name(owner.name, backend.name),
         volume_name=backend.name + WEIGHTS_VOLUME_SUFFIX,
         mount_path=mount_path,

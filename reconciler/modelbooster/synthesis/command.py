@@ -1,32 +1,17 @@
-"""The engine container's command (docs/design/synthesis.md §9, Q13, Q14).
-
-Multi-node serving wraps the vLLM command in `bash -c` behind Ray's start-up script. Every argument,
-including the KV-events JSON and the LoRA modules, goes inside that script, each shell-quoted: the reference
-left them after the script, where bash took them as `$0`, `$1`... and vLLM never saw them.
-"""
+"""The engine containers' commands (docs/design/synthesis.md §9, Q13, Q14): what synthesis knows about a backend
+put in the engine's terms (`shared.engines.engine.Launch`); the engine builds the argv."""
 
 from __future__ import annotations
 
-import json
 import math
-import shlex
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from reconciler.modelbooster.synthesis.backend import LoraDownload
-from reconciler.modelbooster.synthesis.vllm_args import engine_args
+from reconciler.modelbooster.synthesis.backend import BackendPlan
 from shared.api.modelbooster import ModelWorker
+from shared.engine_config import served_model_name
+from shared.engines.engine import Launch
 from shared.quantity import quantity_value
 
-VLLM_ENTRYPOINT = ("python3", "-m", "vllm.entrypoints.openai.api_server")
-# Relative to the vLLM image's working directory, /vllm-workspace (the newer line's path).
-MULTI_NODE_SCRIPT = "examples/online_serving/multi-node-serving.sh"
 DEVICE_RESOURCES = ("nvidia.com/gpu", "huawei.com/ascend-1980")
-# Lets the router follow the engine's prefix cache (the reference's constant).
-KV_EVENTS_CONFIG = json.dumps(
-    {"enable_kv_cache_events": True, "publisher": "zmq", "topic": "kv-events", "endpoint": "tcp://*:5557"},
-    separators=(",", ":"),
-)
 
 
 def device_count(worker: ModelWorker) -> int:
@@ -42,36 +27,14 @@ def device_count(worker: ModelWorker) -> int:
     return total
 
 
-def lora_args(loras: Sequence[LoraDownload]) -> list[str]:
-    if not loras:
-        return []
-    return ["--enable-lora", "--lora-modules", *(f"{lora.name}={lora.output_dir}" for lora in loras)]
-
-
-def engine_command(
-    *,
-    config: Mapping[str, Any] | None,
-    model_path: str,
-    loras: Sequence[LoraDownload],
-    multi_node: ModelWorker | None = None,
-) -> list[str]:
-    """`multi_node` is the server worker when it spans several pods (pods > 1), else None."""
-    argv = [*VLLM_ENTRYPOINT, "--model", model_path, *engine_args(config)]
-    if multi_node is not None:
-        argv += ["--distributed_executor_backend", "ray"]
-    argv += ["--kv-events-config", KV_EVENTS_CONFIG, *lora_args(loras)]
-    if multi_node is None:
-        return argv
-    leader = (
-        f"chmod u+x {MULTI_NODE_SCRIPT} && {MULTI_NODE_SCRIPT} leader "
-        f"--ray_cluster_size={multi_node.pods} --num-gpus={device_count(multi_node)}"
+def launch(plan: BackendPlan, *, worker: ModelWorker, config: dict[str, object] | None, pods: int = 1) -> Launch:
+    """`pods`: how many pods one instance of this worker spans (the server worker's `pods`; roles: 1)."""
+    return Launch(
+        model_path=plan.model_path,
+        config=config,
+        port=plan.engine_port,
+        served_name=served_model_name(plan.owner.name, plan.backend.workers),
+        loras=tuple((lora.name, lora.output_dir) for lora in plan.loras),
+        pods=pods,
+        devices=device_count(worker),
     )
-    return ["bash", "-c", f"{leader} && {shlex.join(argv)}"]
-
-
-def worker_command() -> list[str]:
-    return [
-        "bash",
-        "-c",
-        f"chmod u+x {MULTI_NODE_SCRIPT} && {MULTI_NODE_SCRIPT} worker --ray_address=$(ENTRY_ADDRESS)",
-    ]

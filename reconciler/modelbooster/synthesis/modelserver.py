@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.modelbooster.synthesis.backend import BackendPlan
+from reconciler.modelbooster.synthesis.backend import BackendPlan, is_disaggregated
 from reconciler.modelbooster.synthesis.errors import SynthesisError
 from reconciler.modelbooster.synthesis.labels import stamp_revision
 from reconciler.modelbooster.synthesis.owner import child_metadata
@@ -27,12 +27,10 @@ ROUTER_RETRY_ATTEMPTS = 5
 
 def model_server(plan: BackendPlan) -> dict[str, Any]:
     backend = plan.backend
-    if backend.type not in ("vLLM", "vLLMDisaggregated"):
-        raise SynthesisError(f"not support {backend.type} backend yet, please use vLLM backend")
     selector: dict[str, Any] = {
         "matchLabels": {LABEL_MODEL_UID: plan.owner.uid, LABEL_BACKEND_NAME: backend.name},
     }
-    if backend.type == "vLLMDisaggregated":
+    if is_disaggregated(backend):
         selector["pdGroup"] = {
             "groupKey": LABEL_MODELSERVING_GROUP_NAME,
             "prefillLabels": {LABEL_MODELSERVING_ROLE: "prefill"},
@@ -40,7 +38,7 @@ def model_server(plan: BackendPlan) -> dict[str, Any]:
         }
     spec: dict[str, Any] = {
         "model": served_model_name(plan.owner.name, backend.workers),
-        "inferenceEngine": "vLLM",
+        "inferenceEngine": plan.engine.name,
         "workloadSelector": selector,
         "workloadPort": {"port": plan.engine_port},
         "trafficPolicy": {"retry": {"attempts": ROUTER_RETRY_ATTEMPTS, "retryInterval": "0s"}},

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.modelbooster.synthesis.backend import BackendPlan, require_worker
-from reconciler.modelbooster.synthesis.command import engine_command, worker_command
+from reconciler.modelbooster.synthesis.backend import REQUIRED_WORKERS, BackendPlan, is_disaggregated, require_worker
+from reconciler.modelbooster.synthesis.command import launch
 from reconciler.modelbooster.synthesis.env import (
     decode_extra_env,
     downloader_env,
@@ -25,12 +25,12 @@ from reconciler.modelbooster.synthesis.errors import SynthesisError
 from reconciler.modelbooster.synthesis.labels import pod_labels, stamp_revision
 from reconciler.modelbooster.synthesis.owner import child_metadata
 from reconciler.modelbooster.synthesis.settings import SynthesisSettings
-from reconciler.modelbooster.synthesis.vllm_args import number_text
 from shared.api.base import wire_form
 from shared.api.modelbooster import DEFAULT_WORKER_PODS, DEFAULT_WORKER_REPLICAS, ModelWorker
 from shared.constants import KIND_MODEL_SERVING, LABEL_MODELSERVING_NAME, WORKLOAD_API_VERSION
 from shared.engine_config import ConfigError, config_object
-from shared.naming import lora_downloader_name, model_downloader_name, ray_worker_container_name
+from shared.engines.engine import HEALTH_PATH, number_text
+from shared.naming import lora_downloader_name, model_downloader_name
 
 DSHM_VOLUME = "dshm"
 RESTART_GRACE_PERIOD_SECONDS = 60
@@ -38,44 +38,14 @@ TERMINATION_GRACE_PERIOD_SECONDS = 300
 ENGINE_READINESS_DELAY_SECONDS = 180
 LEADER_ROLE = "leader"
 
-# Waits for in-flight requests before the engine stops; gives up when metrics are unreachable
-# (the newer line's script, on the engine port).
-DRAIN_SCRIPT = """\
-while true; do
-  METRICS=$(curl -s --max-time 2 http://localhost:{port}/metrics)
-  RUNNING=$(echo "$METRICS" | grep 'vllm:num_requests_running' | grep -v '#' | awk '{{print $2}}' || true)
-  WAITING=$(echo "$METRICS" | grep 'vllm:num_requests_waiting' | grep -v '#' | awk '{{print $2}}' || true)
-  if [ -z "$RUNNING" ]; then
-    echo "Terminating: Metrics endpoint unavailable, exiting preStop" >> /proc/1/fd/1
-    exit 0
-  fi
-  if [ "$RUNNING" = "0.0" ] && [ "$WAITING" = "0.0" ]; then
-    echo "Terminating: No active or waiting requests, safe to terminate" >> /proc/1/fd/1
-    exit 0
-  else
-    echo "Terminating: Running: $RUNNING, Waiting: $WAITING" >> /proc/1/fd/1
-    sleep 5
-  fi
-done
-"""
-# Split once around the port: `str.format` re-parses the whole script on every call.
-_DRAIN_HEAD, _DRAIN_TAIL = DRAIN_SCRIPT.format(port="\0").split("\0")
-
-
-def drain_script(port: int) -> str:
-    """`DRAIN_SCRIPT` for an engine listening on `port`."""
-    return f"{_DRAIN_HEAD}{port}{_DRAIN_TAIL}"
-
-
 def model_serving(plan: BackendPlan, *, settings: SynthesisSettings, autoscaled: bool) -> dict[str, Any]:
     """`autoscaled`: an autoscaler owns `spec.replicas`, so the revision digest leaves it out."""
-    kind = plan.backend.type
-    if kind == "vLLM":
-        spec = _vllm_spec(plan, settings=settings)
-    elif kind == "vLLMDisaggregated":
+    if plan.backend.type not in REQUIRED_WORKERS:
+        raise SynthesisError(f"not support model backend type: {plan.backend.type}")
+    if is_disaggregated(plan.backend):
         spec = _pd_spec(plan, settings=settings)
     else:
-        raise SynthesisError(f"not support model backend type: {kind}")
+        spec = _server_spec(plan, settings=settings)
     obj = {
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": KIND_MODEL_SERVING,
@@ -165,7 +135,7 @@ def _runtime_container(
         "--port",
         str(plan.runtime_port),
         "--engine",
-        plan.backend.type.lower(),
+        plan.engine.runtime_names[plan.backend.type],
         "--engine-base-url",
         plan.runtime_url,
         "--engine-metrics-path",
@@ -193,8 +163,10 @@ def _resources(worker: ModelWorker) -> dict[str, Any]:
     return {"resources": wire}
 
 
-def _image(worker: ModelWorker) -> dict[str, Any]:
-    return {"image": worker.image} if worker.image else {}
+def _image(plan: BackendPlan, worker: ModelWorker, settings: SynthesisSettings) -> dict[str, Any]:
+    """The worker's image, else the settings' image of its engine (none for vLLM: its workers name theirs)."""
+    image = worker.image or settings.engine_image(plan.engine.name)
+    return {"image": image} if image else {}
 
 
 def _dshm_volume() -> dict[str, Any]:
@@ -205,10 +177,10 @@ def _engine_mounts(plan: BackendPlan) -> list[dict[str, Any]]:
     return [plan.cache_mount(), {"name": DSHM_VOLUME, "mountPath": "/dev/shm"}]
 
 
-# --- vLLM -------------------------------------------------------------------------------------------------------
+# --- one server worker (vLLM, SGLang), on one pod or across a group of pods --------------------------------------
 
 
-def _vllm_spec(plan: BackendPlan, *, settings: SynthesisSettings) -> dict[str, Any]:
+def _server_spec(plan: BackendPlan, *, settings: SynthesisSettings) -> dict[str, Any]:
     backend = plan.backend
     server = require_worker(backend, "server")
     pods = DEFAULT_WORKER_PODS if server.pods is None else server.pods
@@ -233,13 +205,13 @@ def _vllm_spec(plan: BackendPlan, *, settings: SynthesisSettings) -> dict[str, A
                     "replicas": replicas,
                     "entryTemplate": {
                         "metadata": {"labels": _pod_labels(plan)},
-                        "spec": _vllm_entry_pod(plan, server=server, pods=pods, settings=settings),
+                        "spec": _entry_pod(plan, server=server, pods=pods, settings=settings),
                     },
                     "workerReplicas": max(pods - 1, 0),
-                    # Ray workers serve no HTTP: without the uid label the ModelServer never routes to them.
+                    # Worker pods serve no HTTP: without the uid label the ModelServer never routes to them.
                     "workerTemplate": {
                         "metadata": {"labels": _pod_labels(plan, with_uid=False)},
-                        "spec": _vllm_worker_pod(plan, server=server, settings=settings),
+                        "spec": _worker_pod(plan, server=server, pods=pods, settings=settings),
                     },
                 }
             ],
@@ -247,32 +219,25 @@ def _vllm_spec(plan: BackendPlan, *, settings: SynthesisSettings) -> dict[str, A
     }
 
 
-def _vllm_entry_pod(
-    plan: BackendPlan, *, server: ModelWorker, pods: int, settings: SynthesisSettings
-) -> dict[str, Any]:
+def _entry_pod(plan: BackendPlan, *, server: ModelWorker, pods: int, settings: SynthesisSettings) -> dict[str, Any]:
     backend = plan.backend
-    command = engine_command(
-        config=_config(server),
-        model_path=plan.model_path,
-        loras=plan.loras,
-        multi_node=server if pods > 1 else None,
-    )
+    command = plan.engine.entry_command(launch(plan, worker=server, config=_config(server), pods=pods))
     engine: dict[str, Any] = {
         "name": "engine",
-        **_image(server),
+        **_image(plan, server, settings),
         "command": command,
         "env": engine_env(backend.env, settings=settings),
         **_resources(server),
         "volumeMounts": _engine_mounts(plan),
         "readinessProbe": {
             "failureThreshold": 3,
-            "httpGet": {"path": "/health", "port": plan.engine_port, "scheme": "HTTP"},
+            "httpGet": {"path": HEALTH_PATH, "port": plan.engine_port, "scheme": "HTTP"},
             "initialDelaySeconds": ENGINE_READINESS_DELAY_SECONDS,
             "periodSeconds": 5,
             "successThreshold": 1,
             "timeoutSeconds": 1,
         },
-        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", drain_script(plan.engine_port)]}}},
+        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", plan.engine.drain_script(plan.engine_port)]}}},
     }
     runtime = _runtime_container(
         plan, settings=settings, env=engine_env(backend.env, settings=settings), with_env_from=True
@@ -291,12 +256,12 @@ def _vllm_entry_pod(
     }
 
 
-def _vllm_worker_pod(plan: BackendPlan, *, server: ModelWorker, settings: SynthesisSettings) -> dict[str, Any]:
+def _worker_pod(plan: BackendPlan, *, server: ModelWorker, pods: int, settings: SynthesisSettings) -> dict[str, Any]:
     backend = plan.backend
     worker: dict[str, Any] = {
-        "name": ray_worker_container_name(backend.name),
-        **_image(server),
-        "command": worker_command(),
+        "name": plan.engine.worker_container(backend.name),
+        **_image(plan, server, settings),
+        "command": plan.engine.worker_command(launch(plan, worker=server, config=_config(server), pods=pods)),
     }
     if backend.env:
         worker["env"] = wire_env(backend.env)
@@ -358,23 +323,23 @@ def _pd_pod(plan: BackendPlan, *, role: str, worker: ModelWorker, settings: Synt
     )
     engine: dict[str, Any] = {
         "name": "vllm",
-        **_image(worker),
+        **_image(plan, worker, settings),
         "ports": [{"containerPort": port}],
         "env": _pd_env(plan, role=role, settings=settings),
-        "command": engine_command(config=_config(worker), model_path=plan.model_path, loras=plan.loras),
+        "command": plan.engine.entry_command(launch(plan, worker=worker, config=_config(worker))),
         "imagePullPolicy": "IfNotPresent",
         **_resources(worker),
         "readinessProbe": {
             "initialDelaySeconds": 5,
             "periodSeconds": 5,
             "failureThreshold": 3,
-            "httpGet": {"path": "/health", "port": port},
+            "httpGet": {"path": HEALTH_PATH, "port": port},
         },
         "livenessProbe": {
             "initialDelaySeconds": ENGINE_READINESS_DELAY_SECONDS,
             "periodSeconds": 5,
             "failureThreshold": 3,
-            "httpGet": {"path": "/health", "port": port},
+            "httpGet": {"path": HEALTH_PATH, "port": port},
         },
         "volumeMounts": _engine_mounts(plan),
     }

@@ -12,6 +12,9 @@ from typing import Any
 # (`kthena/runtime:latest`, `kthena/downloader:latest`) name images nobody publishes.
 DEFAULT_RUNTIME_IMAGE = "ghcr.io/volcano-sh/runtime:latest"
 DEFAULT_DOWNLOADER_IMAGE = "ghcr.io/volcano-sh/downloader:latest"
+# The engine image of an SGLang server worker that names none: the release its facts were read from
+# (shared/engines/sglang/serving.py). vLLM has no such default: its workers name their image, as in Kthena.
+DEFAULT_SGLANG_IMAGE = "lmsysorg/sglang:v0.5.23"
 
 
 def _config_map_ref(name: str, key: str) -> dict[str, Any]:
@@ -43,6 +46,11 @@ class SynthesisSettings:
     runtime_image: str = DEFAULT_RUNTIME_IMAGE
     downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
     engine_env: tuple[Mapping[str, Any], ...] = field(default=DEFAULT_ENGINE_ENV)
+    sglang_image: str = DEFAULT_SGLANG_IMAGE
+
+    def engine_image(self, engine: str) -> str | None:
+        """The image of an engine's containers when the worker names none (by engine name, e.g. `SGLang`)."""
+        return {"SGLang": self.sglang_image}.get(engine)
 
     @cached_property
     def engine_env_blob(self) -> bytes:

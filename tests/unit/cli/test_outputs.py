@@ -51,7 +51,7 @@ def test_validate_json_writes_a_denial_as_the_api_servers_status(
         "causes": [
             {
                 "reason": "FieldValueInvalid",
-                "message": 'Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated',
+                "message": 'Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated, SGLang',
                 "field": "spec.backends[0].type",
             }
         ],
@@ -65,7 +65,7 @@ def test_render_never_prints_a_status_into_the_apply_pipeline(
 ) -> None:
     """`render -o yaml | kubectl apply -f -` must apply nothing when a ModelBooster is rejected: no child, and no
     Status (which kubectl would try to apply); the reason goes to stderr. `validate -o json` is the report."""
-    source = write(tmp_path / "m.yaml", modelbooster(name="good"), modelbooster(backend(type="SGLang"), name="bad"))
+    source = write(tmp_path / "m.yaml", modelbooster(name="good"), modelbooster(backend(type="MindIE"), name="bad"))
     code, out, err = run(capsys, render_cli, "-f", source, *(("-o", output) if output else ()))
     assert (code, out) == (1, "")
     assert 'document 2 (ModelBooster "bad"):\nvalidation failed:\n  - spec.backends[0].type: ' in err

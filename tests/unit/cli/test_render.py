@@ -171,7 +171,7 @@ def test_invalid_object_exits_1_with_the_webhooks_message(capsys: pytest.Capture
 
 
 def test_one_invalid_document_prints_no_children_at_all(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    bad = vllm_doc(type="SGLang")
+    bad = vllm_doc(type="MindIE")
     bad["metadata"]["name"] = "bad"
     code, out, err = _run(["-f", _write(tmp_path, vllm_doc(), bad)], capsys)
     assert code == 1

@@ -91,7 +91,8 @@ def test_multi_document_input_reports_each_document(capsys: pytest.CaptureFixtur
     assert err == (
         'document 2 (ModelBooster "bad"):\n'
         "validation failed:\n"
-        '  - spec.backends[0].type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated\n'
+        '  - spec.backends[0].type: Invalid value: "MindIE": not supported yet; '
+        'supported: vLLM, vLLMDisaggregated, SGLang\n'
         'Warning: document 3 (ModelBooster "zero-pods"): spec.backends[0].workers[0].pods: 0 is not a valid pod '
         "count (every replica has at least its entry pod); set to 1\n"
     )
@@ -153,7 +154,7 @@ def test_other_kinds_are_skipped_and_counted(capsys: pytest.CaptureFixture[str],
 def test_other_kinds_error_refuses_the_input_before_any_validation(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    source = write(tmp_path, modelbooster(backend(type="SGLang")), {"apiVersion": "v1", "kind": "Service"})
+    source = write(tmp_path, modelbooster(backend(type="MindIE")), {"apiVersion": "v1", "kind": "Service"})
     code, out, err = run(capsys, "-f", source, "--other-kinds", "error")
     assert (code, out) == (2, "")
     assert err == (

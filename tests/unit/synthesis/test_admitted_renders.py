@@ -55,8 +55,11 @@ def _worker(kind: str) -> st.SearchStrategy[dict[str, Any]]:
 
 @st.composite
 def _backend(draw: st.DrawFn, name: str) -> dict[str, Any]:
-    kind = draw(st.sampled_from(["vLLM", "vLLMDisaggregated"]))
-    workers = [draw(_worker("server"))] if kind == "vLLM" else [draw(_worker("prefill")), draw(_worker("decode"))]
+    kind = draw(st.sampled_from(["vLLM", "vLLMDisaggregated", "SGLang"]))
+    if kind == "vLLMDisaggregated":
+        workers = [draw(_worker("prefill")), draw(_worker("decode"))]
+    else:
+        workers = [draw(_worker("server"))]
     replicas = draw(st.integers(1, 3))
     backend: dict[str, Any] = {
         "name": name,
@@ -165,4 +168,4 @@ def test_the_generator_reaches_admitted_objects_of_every_shape() -> None:
 
     collect()
     shapes = {("single",), ("single-range",), ("single-range", "autoscaled")}
-    assert {("vLLM",), ("vLLMDisaggregated",), ("model-level",), ("backend-level",), *shapes} <= admitted
+    assert {("vLLM",), ("vLLMDisaggregated",), ("SGLang",), ("model-level",), ("backend-level",), *shapes} <= admitted

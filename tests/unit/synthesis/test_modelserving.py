@@ -211,7 +211,7 @@ def test_scheduler_name_is_always_present() -> None:
         ({"workers": [{"type": "prefill"}]}, "server worker not found in backend: b"),
         ({"type": "vLLMDisaggregated", "workers": [{"type": "decode"}]}, "prefill worker not found in backend: b"),
         ({"type": "vLLMDisaggregated", "workers": [{"type": "prefill"}]}, "decode worker not found in backend: b"),
-        ({"type": "SGLang"}, "not support model backend type: SGLang"),
+        ({"type": "MindIE"}, "not support model backend type: MindIE"),
         (
             {"workers": [server_worker(config=["--dtype", "half"])]},
             "failed to get port for worker server: "

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.modelbooster.synthesis.vllm_args import engine_args
 from shared.api.modelbooster import ModelBooster
+from shared.engines.engine import config_args as engine_args
 from tests.unit.synthesis.support import render, server_worker, vllm_doc
 
 
@@ -24,8 +24,7 @@ from tests.unit.synthesis.support import render, server_worker, vllm_doc
         (0.00001, ["1e-05"]),
         (2.0, ["2"]),  # an int option written as a float still parses
         (1.5e300, ["1.5e+300"]),
-        (True, ["true"]),
-        (False, ["false"]),
+        (True, []),  # a bare flag (issue 38: `--enforce-eager true` left vLLM a stray positional argument)
         ("bfloat16", ["bfloat16"]),
         ("", []),  # bare flag
         (None, []),  # YAML `key:` with nothing after it: bare flag
@@ -36,6 +35,14 @@ from tests.unit.synthesis.support import render, server_worker, vllm_doc
 )
 def test_value_rendering(value: Any, expected: list[str]) -> None:
     assert engine_args({"opt": value}) == ["--opt", *expected]
+
+
+def test_false_turns_an_option_off() -> None:
+    # Off by its `--no-` form where the engine has one (vLLM's BooleanOptionalAction options, whose default may
+    # be on), else by leaving it out: a store_true option is off unless given.
+    negatable = frozenset({"--enable-prefix-caching"})
+    config = {"enable-prefix-caching": False, "enforce_eager": False, "trust-remote-code": True}
+    assert engine_args(config, negatable=negatable) == ["--no-enable-prefix-caching", "--trust-remote-code"]
 
 
 def test_keys_are_sorted_by_bytes_and_underscores_become_dashes() -> None:

@@ -26,7 +26,7 @@ def test_the_baseline_objects_are_valid() -> None:
 
 def test_errors_come_in_the_documented_order() -> None:
     obj = modelbooster(
-        backend(type="SGLang", minReplicas=2, maxReplicas=1, rateLimit={}, env=[{"name": "A"}, {"name": "A"}]),
+        backend(type="MindIE", minReplicas=2, maxReplicas=1, rateLimit={}, env=[{"name": "A"}, {"name": "A"}]),
         rateLimit={},
     )
     assert lines(obj) == [
@@ -34,7 +34,7 @@ def test_errors_come_in_the_documented_order() -> None:
         f'spec.backends[0]: Invalid value: "minReplicas=2, maxReplicas=1": {NO_AUTOSCALING}',
         f"spec.rateLimit: Forbidden: {RATE}",
         f"spec.backends[0].rateLimit: Forbidden: {RATE}",
-        'spec.backends[0].type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated',
+        'spec.backends[0].type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated, SGLang',
         'spec.backends[0].env[1].name: Duplicate value: "A"',
     ]
 
@@ -53,7 +53,8 @@ def test_parse_modelbooster_raises_with_the_denial_message() -> None:
         parse_modelbooster(modelbooster(backend(type="MindIE")))
     assert str(caught.value) == (
         "validation failed:\n"
-        '  - spec.backends[0].type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated'
+        '  - spec.backends[0].type: Invalid value: "MindIE": not supported yet; '
+        'supported: vLLM, vLLMDisaggregated, SGLang'
     )
     assert [error.path for error in caught.value.errors] == ["spec.backends[0].type"]
 

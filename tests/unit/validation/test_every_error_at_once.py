@@ -83,7 +83,7 @@ def test_no_rule_speaks_about_a_value_that_did_not_decode() -> None:
     assert lines(obj) == ['spec.backends[0].minReplicas: Invalid value: "one": must be of type integer']
     # An unknown backend type: what its workers should be cannot be said.
     assert lines(modelbooster(backend(type="TGI", workers=[worker(), worker()], rateLimit={}))) == [
-        'spec.backends[0].type: Unsupported value: "TGI": supported values: "vLLM", "vLLMDisaggregated"',
+        'spec.backends[0].type: Unsupported value: "TGI": supported values: "vLLM", "vLLMDisaggregated", "SGLang"',
         f"spec.backends[0].rateLimit: {RATE_LIMIT}",
     ]
 

@@ -200,8 +200,8 @@ def pd(prefill: str, decode: str) -> list[dict[str, Any]]:
           'mismatch between prefill ("NixlConnector") and decode ("MooncakeConnectorV1") workers; prefill and '
           "decode must use the same kv connector"]),
         ({"type": "vLLMDisaggregated", "workers": pd("MooncakeConnector", "MooncakeConnectorV1")}, []),
-        ({"type": "SGLang"},
-         ['spec.backend.type: Invalid value: "SGLang": not supported yet; supported: vLLM, vLLMDisaggregated']),
+        ({"type": "MindIE"},
+         ['spec.backend.type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated, SGLang']),
         ({"name": "b" * 62},
          [f'spec.backend.name: Invalid value: "m-{"b" * 62}": the generated ModelServing and ModelServer name '
           "<metadata.name>-<backend name> must be a DNS-1123 label of at most 63 characters (it is also a pod label "
