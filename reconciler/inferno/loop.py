@@ -57,6 +57,7 @@ from reconciler.runtime.kinds import Kind
 from reconciler.runtime.objects import meta_text
 from shared.api import inferno as api
 from shared.durations import parse_duration
+from shared.engines.series import EngineSeries
 
 logger = logging.getLogger(__name__)
 
@@ -210,11 +211,19 @@ class ClosedLoop:
             kind, scale, True, REASON_REPLICAS_ONLY, f"replicas from {kind.kind} {ref.name}; load as written",
             roles=roles,
         )  # fmt: skip
+        queries, signal_queries, engine = self.queries, self.signal_queries, None
         if self.prometheus is not None:
+            try:
+                # The target's engine says which series the default queries read (reconciler.inferno.targets).
+                engine = await self.targets.engine_of(namespace, ref.name)
+                queries, signal_queries = queries.for_engine(engine), signal_queries.for_engine(engine)
+            except TargetProblem as problem:
+                self.metrics.load_failures.labels("target").inc()
+                return Measurement(None, None, False, problem.reason, problem.message)
             try:
                 load = await measure_load(
                     self.prometheus,
-                    self.queries,
+                    queries,
                     namespace=namespace,
                     model=spec.model,
                     server=spec.name,
@@ -243,12 +252,12 @@ class ClosedLoop:
                 )
         if self.prometheus is not None and measurement.load_ok and roles is not None:
             assert spec.disaggregation is not None
-            by_role = await self._role_signals(namespace, spec, ref.name, spec.disaggregation)
+            by_role = await self._role_signals(namespace, spec, ref.name, spec.disaggregation, engine)
             # The Server's own signals are its decode pods': the queueing model the optimiser sizes is decode's.
             measurement = replace(measurement, signals=by_role["decode"], role_signals=by_role)
         elif self.prometheus is not None and measurement.load_ok:
             signals = await measure_signals(
-                self.prometheus, self.signal_queries, namespace=namespace, model=spec.model, server=spec.name,
+                self.prometheus, signal_queries, namespace=namespace, model=spec.model, server=spec.name,
                 target=ref.name,
             )  # fmt: skip
             measurement = replace(measurement, signals=signals)
@@ -260,12 +269,13 @@ class ClosedLoop:
         return measurement
 
     async def _role_signals(
-        self, namespace: str, spec: api.ServerSpec, target: str, pd: api.DisaggregationSpec
+        self, namespace: str, spec: api.ServerSpec, target: str, pd: api.DisaggregationSpec,
+        engine: EngineSeries | None,
     ) -> dict[Side, ServerSignals]:
         """Each role's signals, from the signal queries narrowed to its pods (`$role`); prefill's with its
         prompt-token rate."""
         assert self.prometheus is not None
-        queries = self.signal_queries.for_role()
+        queries = self.signal_queries.for_role(engine)
         prefill, decode = await asyncio.gather(
             *(
                 measure_signals(

@@ -7,6 +7,11 @@ says its plural and whether it has `/scale`. What discovery found is remembered 
 find (a kind not served yet, a failed request) only briefly: a CRD installed later is found within
 `NEGATIVE_DISCOVERY_TTL`.
 
+Which engine serves a target, so that Inferno reads that engine's series (shared/engines/), is the
+`inferenceEngine` of the ModelServer named like the target: Kthena's router reads the engine there too, and we
+render one ModelServer per backend under its ModelServing's name. No such ModelServer (a workload of one's own)
+or an engine we do not know: vLLM's series.
+
 Whether a target may be scaled, and within what bounds, is reconciler/inferno/consent.py's (and rivals.py's).
 """
 
@@ -19,10 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from reconciler.inferno.kinds import DEPLOYMENT, MODEL_SERVING, REPLICA_SET, STATEFUL_SET
+from reconciler.inferno.kinds import DEPLOYMENT, MODEL_SERVER, MODEL_SERVING, REPLICA_SET, STATEFUL_SET
 from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from shared.api.inferno import TargetRef
+from shared.engines.series import EngineSeries, default_series, series_for
 
 # The kinds whose `/scale` the chart's ClusterRole grants (charts/modelbooster/templates/_helpers.tpl);
 # `inferno.extraTargetKinds` adds others there, found here by discovery.
@@ -145,6 +151,18 @@ class Targets:
             return await self.client.get(kind, namespace, name)
         except ApiError as error:
             raise _unreadable(error, kind, namespace, name, what="object") from None
+
+    async def engine_of(self, namespace: str, name: str) -> EngineSeries:
+        """The series of the engine serving target `name` (module docstring); TargetProblem when the ModelServer
+        cannot be read."""
+        try:
+            server = await self.client.get(MODEL_SERVER, namespace, name)
+        except ApiError as error:
+            if error.not_found:
+                return default_series()
+            raise TargetProblem("TargetUnavailable", f"reading ModelServer {namespace}/{name}: {error}") from None
+        engine = (server.get("spec") or {}).get("inferenceEngine") if isinstance(server, dict) else None
+        return (series_for(engine) if isinstance(engine, str) else None) or default_series()
 
     async def write_scale(self, kind: Kind, namespace: str, name: str, replicas: int) -> None:
         await self.client.patch(
