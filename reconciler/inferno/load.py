@@ -31,7 +31,7 @@ from string import Template
 from typing import Final
 
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
-from shared.engines.series import EngineSeries, default_series
+from shared.engines.series import EngineSeries, default_series, engines
 
 DEFAULT_WINDOW: Final = "2m"
 # vLLM's forms; a target served by another engine reads that engine's (LoadQueries.for_engine).
@@ -67,10 +67,11 @@ class LoadQueries:
     def for_engine(self, series: EngineSeries) -> LoadQueries:
         """These queries for a target `series`'s engine serves: a default becomes that engine's, a query the
         user wrote stays."""
+        defaults = [one.queries for one in engines().values()]
         engine = series.queries
         return LoadQueries(
-            arrival=engine.arrival if self.arrival == DEFAULT_ARRIVAL_QUERY else self.arrival,
-            length=engine.length if self.length == DEFAULT_LENGTH_QUERY else self.length,
+            arrival=engine.arrival if any(self.arrival == d.arrival for d in defaults) else self.arrival,
+            length=engine.length if any(self.length == d.length for d in defaults) else self.length,
             window=self.window,
         )
 

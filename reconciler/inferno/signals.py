@@ -33,7 +33,7 @@ from reconciler.inferno.saturation import (
     DEFAULT_WAITING_QUERY,
     Signals,
 )
-from shared.engines.series import EngineSeries, Queries, default_series
+from shared.engines.series import EngineSeries, Queries, default_series, engines
 
 SIGNAL_VARIABLES: Final = VARIABLES | {"role"}
 # vLLM's forms; a target served by another engine reads that engine's (SignalQueries.for_engine).
@@ -91,14 +91,16 @@ class SignalQueries:
         return self._defaults_from((series or default_series()).role_queries)
 
     def _defaults_from(self, engine: Queries) -> SignalQueries:
-        builtin = SignalQueries()
+        """Each query that is some engine's default replaced by `engine`'s (already resolved queries too)."""
+        defaults = [series.queries for series in engines().values()]
         return SignalQueries(
             **{
-                name: getattr(engine, name) if getattr(self, name) == getattr(builtin, name) else getattr(self, name)
+                name: getattr(engine, name) if any(getattr(self, name) == getattr(d, name) for d in defaults)
+                else getattr(self, name)
                 for name in SIGNAL_FLAGS
             },
             window=self.window,
-        )
+        )  # fmt: skip
 
     def render(self, text: str, *, namespace: str, model: str, server: str, target: str, role: str = "") -> str:
         values = {
