@@ -41,6 +41,8 @@ from reconciler.modelbooster.kinds import MODEL_SERVING
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.kinds import POD
 from tests.chart.render import render
+from tests.engines.table import PodState, exposition
+from tests.engines.vllm_0_33_0 import TABLE as VLLM_TABLE
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS
 from tests.reconciler.test_prometheus_load import running_prometheus, wait_ready
@@ -66,7 +68,7 @@ def flag(command: list[str], name: str) -> str | None:
 
 
 class VllmExporter:
-    """One engine's `/metrics` as vLLM exposes them: counters labelled with the served model name."""
+    """One engine's `/metrics` as vLLM 0.33.0 exposes them (tests/engines/), labelled with the served model name."""
 
     def __init__(self, served_model_name: str) -> None:
         self.model_name = served_model_name
@@ -81,14 +83,7 @@ class VllmExporter:
             self.finished += 1
 
     def exposition(self) -> str:
-        labels = f'engine="0",model_name="{self.model_name}"'
-        return (
-            "# TYPE vllm:request_success_total counter\n"
-            f'vllm:request_success_total{{{labels},finished_reason="stop"}} {self.finished}\n'
-            "# TYPE vllm:request_generation_tokens histogram\n"
-            f"vllm:request_generation_tokens_sum{{{labels}}} {self.tokens}\n"
-            f"vllm:request_generation_tokens_count{{{labels}}} {self.finished}\n"
-        )
+        return exposition(VLLM_TABLE, PodState(finished=self.finished, generated=self.tokens), model=self.model_name)
 
 
 def _label_name(key: str) -> str:

@@ -4,11 +4,11 @@ Prometheus is not a Python package: Debian's `prometheus` package ships /usr/bin
 and .ci/run installs it. In CI (`CI` set) a missing binary FAILS this test; elsewhere it is skipped, saying
 so and how to install it (`-ra` is in the project's pytest options).
 
-Two fake vLLM pods of one model expose `vllm:request_success_total` and
-`vllm:request_generation_tokens_sum/_count` driven by a scripted load (requests finishing at a steady rate,
-lengths alternating around a known mean); Prometheus scrapes them every 250 ms; the controller's default
-queries (reconciler/inferno/load.py) over a 2 s window must give the injected arrival rate and length within
-5 %.
+Two fake engine pods of one model export their engine table's series (tests/engines/: vLLM 0.33.0, vLLM's
+pre-0.11 names, SGLang 0.5.23) driven by a scripted load (requests finishing at a steady rate, lengths
+alternating around a known mean); Prometheus scrapes them every 250 ms; the controller's default queries for
+that engine (reconciler/inferno/load.py, shared/engines/) over a 2 s window must give the injected arrival
+rate and length within 5 %.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ from aiohttp import web
 
 from reconciler.inferno.load import LoadQueries, measure_load
 from reconciler.inferno.prometheus import PrometheusClient, PrometheusSettings, QueryFailure
+from shared.engines.series import EngineSeries
+from shared.engines.sglang.series import SGLANG
+from shared.engines.vllm.series import VLLM
+from tests.engines import sglang_0_5_23, vllm_0_33_0, vllm_pre_0_11
+from tests.engines.table import EngineTable, PodState, exposition
 
 INSTALL: Final = "apt-get install --no-install-recommends prometheus (Debian/Ubuntu)"
 NAMESPACE: Final = "serving"
@@ -87,9 +92,10 @@ def running_prometheus(tmp_path: Path, config: str) -> Iterator[str]:
 
 
 @dataclass
-class FakeVllm:
-    """One vLLM pod's request counters, advanced by a scripted steady load."""
+class FakeEngine:
+    """One engine pod's request counters, advanced by a scripted steady load, exported as its engine table says."""
 
+    table: EngineTable
     requests: float = 0.0
     tokens: float = 0.0
     finished: int = 0
@@ -102,25 +108,30 @@ class FakeVllm:
         self.requests = due
 
     def exposition(self) -> str:
-        labels = f'model_name="{MODEL}"'
-        return (
-            "# TYPE vllm:request_success_total counter\n"
-            f'vllm:request_success_total{{{labels},finished_reason="stop"}} {self.finished}\n'
-            "# TYPE vllm:request_generation_tokens histogram\n"
-            f"vllm:request_generation_tokens_sum{{{labels}}} {self.tokens}\n"
-            f"vllm:request_generation_tokens_count{{{labels}}} {self.finished}\n"
-        )
+        return exposition(self.table, PodState(finished=self.finished, generated=self.tokens), model=MODEL)
+
+
+ENGINES: Final = {
+    "vllm-0.33.0": (vllm_0_33_0.TABLE, VLLM),
+    "vllm-pre-0.11": (vllm_pre_0_11.TABLE, VLLM),
+    "sglang-0.5.23": (sglang_0_5_23.TABLE, SGLANG),
+}
+
+
+@pytest.fixture(params=list(ENGINES))
+def engine(request: pytest.FixtureRequest) -> tuple[EngineTable, EngineSeries]:
+    return ENGINES[request.param]
 
 
 @pytest.fixture
-async def vllm_pods() -> AsyncIterator[list[str]]:
-    pods = [FakeVllm() for _ in range(PODS)]
+async def vllm_pods(engine: tuple[EngineTable, EngineSeries]) -> AsyncIterator[list[str]]:
+    pods = [FakeEngine(engine[0]) for _ in range(PODS)]
     runners: list[web.AppRunner] = []
     addresses = []
     for pod in pods:
         app = web.Application()
 
-        async def metrics(_request: web.Request, pod: FakeVllm = pod) -> web.Response:
+        async def metrics(_request: web.Request, pod: FakeEngine = pod) -> web.Response:
             return web.Response(text=pod.exposition(), content_type="text/plain")
 
         app.router.add_get("/metrics", metrics)
@@ -177,10 +188,12 @@ async def wait_ready(url: str, *, within: float = 15.0) -> None:
             await asyncio.sleep(0.1)
 
 
-async def test_measured_load_is_the_injected_load_within_five_percent(prometheus: str) -> None:
+async def test_measured_load_is_the_injected_load_within_five_percent(
+    prometheus: str, engine: tuple[EngineTable, EngineSeries]
+) -> None:
     await wait_ready(prometheus)
     client = PrometheusClient(PrometheusSettings(url=prometheus, timeout=2.0))
-    queries = LoadQueries(window="2s")
+    queries = LoadQueries(window="2s").for_engine(engine[1])
     try:
         # Poll until a series exists (Prometheus 2.42 hands new targets to its scrapers after a fixed 5 s
         # discovery throttle, which no flag shortens), then until the 2 s window is full of scrapes.
