@@ -126,11 +126,17 @@ def pod_targets(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return targets
 
 
-def scrape_config(monitor: dict[str, Any], *, targets_file: Path) -> dict[str, Any]:
-    """A PodMonitor as prometheus-operator turns it into a scrape config, for the fields ours uses: pods matching
-    `selector.matchLabels`, the target labels the operator adds (namespace, container, pod), then the endpoint's
-    own relabelings (its namespaceSelector is checked by the caller: every namespace)."""
-    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+def scrape_configs(monitor: dict[str, Any], *, targets_file: Path) -> list[dict[str, Any]]:
+    """A PodMonitor as prometheus-operator turns it into scrape configs, one per endpoint, for the fields ours
+    uses: pods matching `selector.matchLabels`, the target labels the operator adds (namespace, container, pod),
+    then the endpoint's own relabelings (its namespaceSelector is checked by the caller: every namespace)."""
+    return [scrape_config(monitor, endpoint, index, targets_file=targets_file)
+            for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"])]  # fmt: skip
+
+
+def scrape_config(
+    monitor: dict[str, Any], endpoint: dict[str, Any], index: int, *, targets_file: Path
+) -> dict[str, Any]:
     relabels: list[dict[str, Any]] = []
     for key, value in sorted(monitor["spec"]["selector"]["matchLabels"].items()):
         name = _label_name(key)
@@ -146,7 +152,7 @@ def scrape_config(monitor: dict[str, Any], *, targets_file: Path) -> dict[str, A
     for rule in endpoint["relabelings"]:
         relabels.append({names.get(key, key): value for key, value in rule.items()})
     return {
-        "job_name": f"podMonitor/{monitor['metadata']['namespace']}/{monitor['metadata']['name']}/0",
+        "job_name": f"podMonitor/{monitor['metadata']['namespace']}/{monitor['metadata']['name']}/{index}",
         "scrape_interval": endpoint["interval"],
         "scrape_timeout": "200ms",
         "metrics_path": endpoint["path"],
@@ -254,7 +260,7 @@ def prometheus(tmp_path: Path, discovered: Path, engine: tuple[dict[str, Any], V
         tmp_path,
         yaml.safe_dump({
             "global": {"scrape_interval": "250ms", "scrape_timeout": "200ms", "evaluation_interval": "1s"},
-            "scrape_configs": [scrape_config(monitor, targets_file=targets)],
+            "scrape_configs": scrape_configs(monitor, targets_file=targets),
         }),
     ) as url:
         yield url
