@@ -4,9 +4,11 @@
 Labels: the scheduler's gauges (SchedulerMetricsCollector) carry `model_name`, `engine_type` ("unified" outside
 SGLang's own disaggregation), `tp_rank`, `pp_rank`, `moe_ep_rank`; the tokenizer's series
 (TokenizerMetricsCollector, `tokenizer_metric_labels`) `model_name` and `engine_type`, plus `is_streaming` on the
-request, prompt and generation counters and on the TTFT and end-to-end histograms (not on ITL's). The request
-and token counters move when a request finishes (`observe_one_finished_request`). Counters are declared with
-`_total`, which prometheus_client strips and adds back on export.
+request, prompt and generation counters and on the TTFT and end-to-end histograms (not on ITL's). With
+`--enable-priority-scheduling` the queue gauges hold their total under `priority=""` and each priority's part
+under `priority="<n>"` (`_log_gauge_queue_count`). The request and token counters move when a request finishes
+(`observe_one_finished_request`). Counters are declared with `_total`, which prometheus_client strips and adds
+back on export.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ TABLE: Final = EngineTable(
         Series("sglang:time_to_first_token_seconds", HISTOGRAM, Measure.TTFT, _STREAMING),
         Series("sglang:e2e_request_latency_seconds", HISTOGRAM, Measure.E2E, _STREAMING),
         Series("sglang:token_usage", GAUGE, Measure.KV_CACHE, _SCHEDULER),
-        Series("sglang:num_queue_reqs", GAUGE, Measure.WAITING, _SCHEDULER),
-        Series("sglang:num_running_reqs", GAUGE, Measure.RUNNING, _SCHEDULER),
+        Series("sglang:num_queue_reqs", GAUGE, Measure.WAITING, _SCHEDULER, breakdown="priority"),
+        Series("sglang:num_running_reqs", GAUGE, Measure.RUNNING, _SCHEDULER, breakdown="priority"),
     ),
 )

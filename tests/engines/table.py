@@ -41,6 +41,9 @@ class Series:
     kind: str  # COUNTER, GAUGE or HISTOGRAM
     measure: Measure
     labels: Mapping[str, str] = field(default_factory=dict)  # the engine's own, with the values a lone pod has
+    # A gauge the engine also breaks down by this label when asked (SGLang's priority scheduling): the total
+    # then carries it empty, each part its value.
+    breakdown: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,14 +101,26 @@ def _labels(table: EngineTable, one: Series, model: str, extra: Mapping[str, str
     return ",".join(f'{key}="{value}"' for key, value in labels.items())
 
 
-def exposition(table: EngineTable, state: PodState, *, model: str, extra: Mapping[str, str] | None = None) -> str:
-    """The Prometheus text one pod of `table`'s engine serves, from `state` (a histogram as one +Inf bucket)."""
+def exposition(
+    table: EngineTable,
+    state: PodState,
+    *,
+    model: str,
+    extra: Mapping[str, str] | None = None,
+    shares: Mapping[str, float] | None = None,
+) -> str:
+    """The Prometheus text one pod of `table`'s engine serves, from `state` (a histogram as one +Inf bucket);
+    `shares`: the parts of each gauge with a breakdown, by the breakdown label's value."""
     lines: list[str] = []
     for one in table.series:
         value, count = _value(one.measure, state)
         labels = _labels(table, one, model, extra or {})
         lines.append(f"# TYPE {one.name} {one.kind}")  # the text format's family name: a counter's with _total
-        if one.kind in (COUNTER, GAUGE):
+        if one.breakdown is not None and shares:
+            lines.append(f'{one.name}{{{labels},{one.breakdown}=""}} {value!r}')
+            lines += [f'{one.name}{{{labels},{one.breakdown}="{part}"}} {value * share!r}'
+                      for part, share in shares.items()]  # fmt: skip
+        elif one.kind in (COUNTER, GAUGE):
             lines.append(f"{one.name}{{{labels}}} {value!r}")
         else:
             lines.append(f'{one.name}_bucket{{{labels},le="+Inf"}} {count!r}')

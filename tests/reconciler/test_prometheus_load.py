@@ -31,6 +31,7 @@ from aiohttp import web
 
 from reconciler.inferno.load import LoadQueries, measure_load
 from reconciler.inferno.prometheus import PrometheusClient, PrometheusSettings, QueryFailure
+from reconciler.inferno.signals import ServerSignals, SignalQueries, measure_signals
 from shared.engines.series import EngineSeries
 from shared.engines.sglang.series import SGLANG
 from shared.engines.vllm.series import VLLM
@@ -221,3 +222,57 @@ async def test_measured_load_is_the_injected_load_within_five_percent(
     finally:
         await client.close()
 
+
+
+async def test_sglangs_queues_are_counted_once_under_priority_scheduling(tmp_path: Path) -> None:
+    """SGLang with priority scheduling exports each queue gauge as a total (`priority=""`) and per priority: the
+    default queries count the total, once per pod."""
+    state = PodState(waiting=3.0, running=5.0, kv_cache=0.4)
+    text = exposition(sglang_0_5_23.TABLE, state, model=MODEL, shares={"0": 0.25, "1": 0.75})
+    app = web.Application()
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.Response(text=text, content_type="text/plain")
+
+    app.router.add_get("/metrics", metrics)
+    runners = []
+    for _ in range(PODS):
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        runners.append(runner)
+    targets = ", ".join(f'"127.0.0.1:{runner.addresses[0][1]}"' for runner in runners)
+    config = (
+        "global: {scrape_interval: 250ms, scrape_timeout: 200ms, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: sglang\n"
+        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NAMESPACE}}}}}]\n"
+    )
+    queries = SignalQueries(window="2s").for_engine(SGLANG)
+
+    async def every_pod_scraped(client: PrometheusClient) -> ServerSignals | None:
+        try:
+            if await client.query_number('count(up{job="sglang"} == 1)') != PODS:
+                return None
+        except QueryFailure:
+            return None
+        found = await measure_signals(client, queries, namespace=NAMESPACE, model=MODEL, server="s", target="t")
+        # No request finished: the latencies are 0/0 and missing; the gauges are what this checks.
+        return found if None not in (found.waiting, found.running, found.kv_cache) else None
+
+    try:
+        with running_prometheus(tmp_path, config) as url:
+            await wait_ready(url)
+            client = PrometheusClient(PrometheusSettings(url=url, timeout=2.0))
+            try:
+                deadline = time.monotonic() + 20
+                while (signals := await every_pod_scraped(client)) is None:
+                    assert time.monotonic() < deadline, "no SGLang signals from every pod within 20 s"
+                    await asyncio.sleep(0.25)
+            finally:
+                await client.close()
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+    assert (signals.waiting, signals.running) == (PODS * 3.0, PODS * 5.0)
+    assert signals.kv_cache == pytest.approx(0.4)
