@@ -15,26 +15,18 @@ from __future__ import annotations
 
 from typing import Final
 
-from tests.engines.table import COUNTER, GAUGE, HISTOGRAM, EngineTable, Measure, Series
+from tests.engines.table import EngineTable, series
 
-_TOKENIZER: Final = {"engine_type": "unified"}
-_STREAMING: Final = {**_TOKENIZER, "is_streaming": "false"}
-_SCHEDULER: Final = {"engine_type": "unified", "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
-
-TABLE: Final = EngineTable(
-    engine="SGLang",
-    version="0.5.23",
-    source="sglang/srt/observability/metrics_collector.py",
-    model_label="model_name",
-    series=(
-        Series("sglang:num_requests_total", COUNTER, Measure.FINISHED_REQUESTS, _STREAMING),
-        Series("sglang:generation_tokens_total", COUNTER, Measure.GENERATED_TOKENS, _STREAMING),
-        Series("sglang:prompt_tokens_total", COUNTER, Measure.PROMPT_TOKENS, _STREAMING),
-        Series("sglang:inter_token_latency_seconds", HISTOGRAM, Measure.ITL, _TOKENIZER),
-        Series("sglang:time_to_first_token_seconds", HISTOGRAM, Measure.TTFT, _STREAMING),
-        Series("sglang:e2e_request_latency_seconds", HISTOGRAM, Measure.E2E, _STREAMING),
-        Series("sglang:token_usage", GAUGE, Measure.KV_CACHE, _SCHEDULER),
-        Series("sglang:num_queue_reqs", GAUGE, Measure.WAITING, _SCHEDULER, breakdown="priority"),
-        Series("sglang:num_running_reqs", GAUGE, Measure.RUNNING, _SCHEDULER, breakdown="priority"),
-    ),
-)
+# Labels as a lone pod has them: the tokenizer's series engine_type (and is_streaming), the scheduler's gauges
+# engine_type and rank 0 of tp, pp and moe-ep (no data parallelism, so no dp_rank).
+TABLE: Final = EngineTable(engine="SGLang", version="0.5.23", model_label="model_name", series=series("""
+        sglang:num_requests_total           counter    FINISHED_REQUESTS  engine_type=unified is_streaming=false
+        sglang:generation_tokens_total      counter    GENERATED_TOKENS   engine_type=unified is_streaming=false
+        sglang:prompt_tokens_total          counter    PROMPT_TOKENS      engine_type=unified is_streaming=false
+        sglang:inter_token_latency_seconds  histogram  ITL                engine_type=unified
+        sglang:time_to_first_token_seconds  histogram  TTFT               engine_type=unified is_streaming=false
+        sglang:e2e_request_latency_seconds  histogram  E2E                engine_type=unified is_streaming=false
+        sglang:token_usage      gauge KV_CACHE engine_type=unified tp_rank=0 pp_rank=0 moe_ep_rank=0
+        sglang:num_queue_reqs   gauge WAITING  engine_type=unified tp_rank=0 pp_rank=0 moe_ep_rank=0 breakdown:priority
+        sglang:num_running_reqs gauge RUNNING  engine_type=unified tp_rank=0 pp_rank=0 moe_ep_rank=0 breakdown:priority
+    """), source="sglang/srt/observability/metrics_collector.py")  # fmt: skip

@@ -46,6 +46,22 @@ class Series:
     breakdown: str | None = None
 
 
+def series(text: str) -> tuple[Series, ...]:
+    """A table's series from its text: one per line, `name kind measure [label=value ...] [breakdown:label]`, the
+    measure by its Measure member's name; blank lines and `#` comments skipped."""
+    found = []
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        name, kind, measure, *rest = words
+        assert kind in (COUNTER, GAUGE, HISTOGRAM), line
+        labels = dict(word.split("=", 1) for word in rest if "=" in word)
+        breakdown = next((word.removeprefix("breakdown:") for word in rest if word.startswith("breakdown:")), None)
+        found.append(Series(name, kind, Measure[measure], labels, breakdown))
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class EngineTable:
     engine: str  # as a ModelServer's inferenceEngine names it
@@ -102,13 +118,9 @@ def _labels(table: EngineTable, one: Series, model: str, extra: Mapping[str, str
 
 
 def exposition(
-    table: EngineTable,
-    state: PodState,
-    *,
-    model: str,
-    extra: Mapping[str, str] | None = None,
+    table: EngineTable, state: PodState, *, model: str, extra: Mapping[str, str] | None = None,
     shares: Mapping[str, float] | None = None,
-) -> str:
+) -> str:  # fmt: skip
     """The Prometheus text one pod of `table`'s engine serves, from `state` (a histogram as one +Inf bucket);
     `shares`: the parts of each gauge with a breakdown, by the breakdown label's value."""
     lines: list[str] = []

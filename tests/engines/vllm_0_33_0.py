@@ -9,26 +9,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from tests.engines.table import COUNTER, GAUGE, HISTOGRAM, EngineTable, Measure, Series
+from tests.engines.table import EngineTable, series
 
-_ENGINE: Final = {"engine": "0"}
-_FINISHED: Final = {**_ENGINE, "finished_reason": "stop"}
-
-TABLE: Final = EngineTable(
-    engine="vLLM",
-    version="0.33.0",
-    source="vllm/v1/metrics/loggers.py",
-    model_label="model_name",
-    series=(
-        Series("vllm:request_success_total", COUNTER, Measure.FINISHED_REQUESTS, _FINISHED),
-        Series("vllm:generation_tokens_total", COUNTER, Measure.GENERATED_TOKENS, _ENGINE),
-        Series("vllm:prompt_tokens_total", COUNTER, Measure.PROMPT_TOKENS, _ENGINE),
-        Series("vllm:request_generation_tokens", HISTOGRAM, Measure.GENERATED_PER_REQUEST, _ENGINE),
-        Series("vllm:inter_token_latency_seconds", HISTOGRAM, Measure.ITL, _ENGINE),
-        Series("vllm:time_to_first_token_seconds", HISTOGRAM, Measure.TTFT, _ENGINE),
-        Series("vllm:e2e_request_latency_seconds", HISTOGRAM, Measure.E2E, _ENGINE),
-        Series("vllm:kv_cache_usage_perc", GAUGE, Measure.KV_CACHE, _ENGINE),
-        Series("vllm:num_requests_waiting", GAUGE, Measure.WAITING, _ENGINE),
-        Series("vllm:num_requests_running", GAUGE, Measure.RUNNING, _ENGINE),
-    ),
-)
+TABLE: Final = EngineTable(engine="vLLM", version="0.33.0", model_label="model_name", series=series("""
+        vllm:request_success_total        counter    FINISHED_REQUESTS      engine=0 finished_reason=stop
+        vllm:generation_tokens_total      counter    GENERATED_TOKENS       engine=0
+        vllm:prompt_tokens_total          counter    PROMPT_TOKENS          engine=0
+        vllm:request_generation_tokens    histogram  GENERATED_PER_REQUEST  engine=0
+        vllm:inter_token_latency_seconds  histogram  ITL                    engine=0
+        vllm:time_to_first_token_seconds  histogram  TTFT                   engine=0
+        vllm:e2e_request_latency_seconds  histogram  E2E                    engine=0
+        vllm:kv_cache_usage_perc          gauge      KV_CACHE               engine=0
+        vllm:num_requests_waiting         gauge      WAITING                engine=0
+        vllm:num_requests_running         gauge      RUNNING                engine=0
+    """), source="vllm/v1/metrics/loggers.py")  # fmt: skip

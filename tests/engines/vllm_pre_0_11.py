@@ -10,23 +10,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from tests.engines.table import COUNTER, GAUGE, HISTOGRAM, EngineTable, Measure, Series
+from tests.engines.table import EngineTable, series
 
-TABLE: Final = EngineTable(
-    engine="vLLM",
-    version="pre-0.11",
-    source="the V0 engine's metrics (vllm/engine/metrics.py before the renames)",
-    model_label="model_name",
-    series=(
-        Series("vllm:request_success_total", COUNTER, Measure.FINISHED_REQUESTS, {"finished_reason": "stop"}),
-        Series("vllm:generation_tokens_total", COUNTER, Measure.GENERATED_TOKENS),
-        Series("vllm:prompt_tokens_total", COUNTER, Measure.PROMPT_TOKENS),
-        Series("vllm:request_generation_tokens", HISTOGRAM, Measure.GENERATED_PER_REQUEST),
-        Series("vllm:time_per_output_token_seconds", HISTOGRAM, Measure.ITL),
-        Series("vllm:time_to_first_token_seconds", HISTOGRAM, Measure.TTFT),
-        Series("vllm:e2e_request_latency_seconds", HISTOGRAM, Measure.E2E),
-        Series("vllm:gpu_cache_usage_perc", GAUGE, Measure.KV_CACHE),
-        Series("vllm:num_requests_waiting", GAUGE, Measure.WAITING),
-        Series("vllm:num_requests_running", GAUGE, Measure.RUNNING),
-    ),
-)
+TABLE: Final = EngineTable(engine="vLLM", version="pre-0.11", model_label="model_name", series=series("""
+        vllm:request_success_total          counter    FINISHED_REQUESTS      finished_reason=stop
+        vllm:generation_tokens_total        counter    GENERATED_TOKENS
+        vllm:prompt_tokens_total            counter    PROMPT_TOKENS
+        vllm:request_generation_tokens      histogram  GENERATED_PER_REQUEST
+        vllm:time_per_output_token_seconds  histogram  ITL
+        vllm:time_to_first_token_seconds    histogram  TTFT
+        vllm:e2e_request_latency_seconds    histogram  E2E
+        vllm:gpu_cache_usage_perc           gauge      KV_CACHE
+        vllm:num_requests_waiting           gauge      WAITING
+        vllm:num_requests_running           gauge      RUNNING
+    """), source="the V0 engine's metrics (vllm/engine/metrics.py before the renames)")  # fmt: skip

@@ -46,8 +46,16 @@ from tests.engines.table import EngineTable
 from tests.fakeapi.server import FakeApiServer
 from tests.inferno_plant import Truth
 from tests.reconciler.harness import FAST, NS, Cluster, RunningReconciler, eventually
-from tests.reconciler.test_autoscaler_prometheus import MAX_BATCH, PROFILE, Fleet, Pods, decide
-from tests.reconciler.test_prometheus_load import running_prometheus, wait_ready
+from tests.reconciler.test_autoscaler_prometheus import (
+    MAX_BATCH,
+    PROFILE,
+    Fleet,
+    Pods,
+    decide,
+    pods,  # noqa: F401 - the fixture: fake engine pods
+)
+from tests.reconciler.test_pd_actuation import inferno_obj
+from tests.reconciler.test_prometheus_load import running_prometheus, static_scrape, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE: Final = ROOT / "examples/backend-autoscaling.yaml"
@@ -90,39 +98,32 @@ def target_objects(table: EngineTable) -> list[dict[str, Any]]:
 
 
 def inferno_objects() -> list[dict[str, Any]]:
-    def obj(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        return {"apiVersion": api.API_VERSION, "kind": kind, "metadata": {"name": name, "namespace": NS}, "spec": spec}
-
+    """The Inferno objects of one Server scaling the target: a G2 Model with the profile, SLOs the optimiser sizes
+    for as `decide` does, a one-second Optimizer period."""
     perf = {"acc": "G2", "accCount": 1, "alpha": PROFILE.alpha, "beta": PROFILE.beta, "maxBatchSize": MAX_BATCH,
             "atTokens": 512}  # fmt: skip
-    server = {
-        "name": "s", "class": "Premium", "model": MODEL,
-        "currentAlloc": {"accelerator": "G2", "numReplicas": 1, "load": {"arrivalRate": 0, "avgLength": 0}},
-        "targetRef": {"kind": "ModelServing", "name": TARGET}, "actuation": "Scale", "scaleDownStabilization": "0s",
-        "minReplicas": 1, "maxReplicas": MAX_REPLICAS,
-    }  # fmt: skip
     flags = {"unlimited": True, "heterogeneous": False, "milpSolver": False, "useCplex": False}
-    return [
-        obj("Accelerator", "g2", {"name": "G2", "type": "G2", "cost": 23}),
-        obj("Model", MODEL, {"name": MODEL, "data": [perf]}),
-        obj("ServiceClass", "premium", {"name": "Premium", "priority": 1,
-                                        "data": [{"model": MODEL, "slo-itl": 80, "slo-ttw": 2000}]}),
-        obj("Server", "s", server),
-        obj("Optimizer", "inferno", {"optimize": False, "interval": PERIOD, "data": {"optimizer": flags}}),
-    ]  # fmt: skip
+    specs: dict[tuple[str, str], dict[str, Any]] = {
+        ("Accelerator", "g2"): {"name": "G2", "type": "G2", "cost": 23},
+        ("Model", MODEL): {"name": MODEL, "data": [perf]},
+        ("ServiceClass", "premium"): {"name": "Premium", "priority": 1,
+                                      "data": [{"model": MODEL, "slo-itl": 80, "slo-ttw": 2000}]},
+        ("Server", "s"): {
+            "name": "s", "class": "Premium", "model": MODEL,
+            "currentAlloc": {"accelerator": "G2", "numReplicas": 1, "load": {"arrivalRate": 0, "avgLength": 0}},
+            "targetRef": {"kind": "ModelServing", "name": TARGET}, "actuation": "Scale",
+            "scaleDownStabilization": "0s", "minReplicas": 1, "maxReplicas": MAX_REPLICAS,
+        },
+        ("Optimizer", "inferno"): {"optimize": False, "interval": PERIOD, "data": {"optimizer": flags}},
+    }  # fmt: skip
+    return [inferno_obj(kind, name, spec) for (kind, name), spec in specs.items()]
 
 
 @contextmanager
 def prometheus(tmp_path: Path, addresses: list[str]) -> Iterator[str]:
     """A real Prometheus scraping the pods, with the labels the chart's PodMonitor gives engine series."""
-    targets = ", ".join(f'"{address}"' for address in addresses)
-    with running_prometheus(
-        tmp_path,
-        "global: {scrape_interval: 100ms, scrape_timeout: 90ms, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
-        "  - job_name: engines\n"
-        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NS}, modelserving: {TARGET}}}}}]\n",
-    ) as url:
+    labels = {"namespace": NS, "modelserving": TARGET}
+    with running_prometheus(tmp_path, static_scrape("engines", addresses, labels, interval="100ms")) as url:
         yield url
 
 
@@ -148,18 +149,6 @@ class Player:
             await asyncio.sleep(0.05)
 
 
-@pytest.fixture
-async def pods() -> AsyncIterator[Pods]:
-    made = Pods()
-    driver = asyncio.create_task(made.drive())
-    try:
-        yield made
-    finally:
-        driver.cancel()
-        await asyncio.gather(driver, return_exceptions=True)
-        await made.close()
-
-
 def server_status(cluster: Cluster) -> dict[str, Any]:
     return dict((cluster.get(SERVER, "s") or {}).get("status") or {})
 
@@ -170,7 +159,7 @@ def condition(cluster: Cluster, kind: str) -> dict[str, Any]:
 
 @asynccontextmanager
 async def running_loop(
-    fake: FakeApiServer, cluster: Cluster, tmp_path: Path, pods: Pods, *, table: EngineTable, truth: Truth
+    fake: FakeApiServer, cluster: Cluster, tmp_path: Path, pods: Pods, *, table: EngineTable, truth: Truth  # noqa: F811
 ) -> AsyncIterator[Player]:
     """The target, the engine pods behind a real Prometheus, the reconciler with Inferno, and the player."""
     fleet = await pods.fleet(model=MODEL, table=table)
@@ -202,7 +191,7 @@ async def running_loop(
 
 @pytest.mark.parametrize("engine", list(TABLES))
 async def test_a_load_step_scales_the_target_and_the_itl_is_measured_from_the_engines_own_series(
-    fake: FakeApiServer, cluster: Cluster, tmp_path: Path, pods: Pods, engine: str
+    fake: FakeApiServer, cluster: Cluster, tmp_path: Path, pods: Pods, engine: str  # noqa: F811
 ) -> None:
     table = TABLES[engine]
     truth = Truth(alpha=PROFILE.alpha, beta=PROFILE.beta, batch=MAX_BATCH * 512 // LENGTH)
@@ -238,7 +227,7 @@ async def test_a_load_step_scales_the_target_and_the_itl_is_measured_from_the_en
 
 
 async def test_the_guardrail_fires_on_sglangs_token_usage_and_queue(
-    fake: FakeApiServer, cluster: Cluster, tmp_path: Path, pods: Pods
+    fake: FakeApiServer, cluster: Cluster, tmp_path: Path, pods: Pods  # noqa: F811
 ) -> None:
     """The profile says twice the speed the pods have: the optimiser's replicas saturate them, and the guardrail
     adds replicas on what SGLang reports."""

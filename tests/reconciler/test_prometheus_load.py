@@ -14,12 +14,13 @@ rate and length within 5 %.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,16 +162,19 @@ async def vllm_pods(engine: tuple[EngineTable, EngineSeries]) -> AsyncIterator[l
             await runner.cleanup()
 
 
+def static_scrape(job: str, addresses: list[str], labels: Mapping[str, str], *, interval: str = "250ms") -> str:
+    """A Prometheus configuration scraping `addresses` as one job, every series labelled with `labels`."""
+    config = {
+        "global": {"scrape_interval": interval, "scrape_timeout": f"{int(interval.removesuffix('ms')) * 9 // 10}ms",
+                   "evaluation_interval": "1s"},
+        "scrape_configs": [{"job_name": job, "static_configs": [{"targets": addresses, "labels": dict(labels)}]}],
+    }  # fmt: skip
+    return json.dumps(config)  # JSON is YAML
+
+
 @pytest.fixture
 def prometheus(tmp_path: Path, vllm_pods: list[str]) -> Iterator[str]:
-    targets = ", ".join(f'"{address}"' for address in vllm_pods)
-    with running_prometheus(
-        tmp_path,
-        "global: {scrape_interval: 250ms, scrape_timeout: 200ms, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
-        "  - job_name: vllm\n"
-        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NAMESPACE}}}}}]\n",
-    ) as url:
+    with running_prometheus(tmp_path, static_scrape("vllm", vllm_pods, {"namespace": NAMESPACE})) as url:
         yield url
 
 
@@ -241,13 +245,8 @@ async def test_sglangs_queues_are_counted_once_under_priority_scheduling(tmp_pat
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
         runners.append(runner)
-    targets = ", ".join(f'"127.0.0.1:{runner.addresses[0][1]}"' for runner in runners)
-    config = (
-        "global: {scrape_interval: 250ms, scrape_timeout: 200ms, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
-        "  - job_name: sglang\n"
-        f"    static_configs: [{{targets: [{targets}], labels: {{namespace: {NAMESPACE}}}}}]\n"
-    )
+    addresses = [f"127.0.0.1:{runner.addresses[0][1]}" for runner in runners]
+    config = static_scrape("sglang", addresses, {"namespace": NAMESPACE})
     queries = SignalQueries(window="2s").for_engine(SGLANG)
 
     async def every_pod_scraped(client: PrometheusClient) -> ServerSignals | None:
