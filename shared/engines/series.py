@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+# What a target no engine is known for is read as: the engine Kthena renders.
+DEFAULT_ENGINE: Final = "vLLM"
 # The ModelServing a Server targets, as the chart's PodMonitor labels its engines (prefill pods finish no
 # request of a prefill/decode pair, so load queries leave them out).
-DEFAULT_ENGINE: Final = "vLLM"
 BY_TARGET: Final = 'namespace="$namespace",modelserving="$target",role!="prefill"'
 
 
@@ -80,7 +81,7 @@ def series_for(engine_name: str) -> EngineSeries | None:
 
 
 def default_series() -> EngineSeries:
-    """What a target no engine is known for is read as: vLLM, the engine Kthena renders."""
+    """The series of DEFAULT_ENGINE."""
     found = series_for(DEFAULT_ENGINE)
     assert found is not None
     return found
