@@ -20,9 +20,9 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -193,6 +193,37 @@ async def wait_ready(url: str, *, within: float = 15.0) -> None:
             await asyncio.sleep(0.1)
 
 
+async def scraped_signals(
+    tmp_path: Path, job: str, addresses: list[str], queries: SignalQueries, *,
+    complete: Callable[[ServerSignals], bool], settle: float = 0.0,
+) -> ServerSignals:  # fmt: skip
+    """The signals of the pods at `addresses`, through a real Prometheus, once it scrapes every one and `complete`
+    holds (then `settle` seconds later: a window full of all their scrapes)."""
+
+    async def measured(client: PrometheusClient) -> ServerSignals:
+        return await measure_signals(client, queries, namespace=NAMESPACE, model=MODEL, server="s", target="t")
+
+    with running_prometheus(tmp_path, static_scrape(job, addresses, {"namespace": NAMESPACE})) as url:
+        await wait_ready(url)
+        client = PrometheusClient(PrometheusSettings(url=url, timeout=2.0))
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    every = await client.query_number(f'count(up{{job="{job}"}} == 1)') == len(addresses)
+                except QueryFailure:
+                    every = False
+                found = await measured(client) if every else None
+                if found is not None and complete(found):
+                    break
+                assert time.monotonic() < deadline, f"no complete signals from every pod within 20 s: {found}"
+                await asyncio.sleep(0.25)
+            await asyncio.sleep(settle)
+            return await measured(client)
+        finally:
+            await client.close()
+
+
 async def test_measured_load_is_the_injected_load_within_five_percent(
     prometheus: str, engine: tuple[EngineTable, EngineSeries]
 ) -> None:
@@ -246,32 +277,65 @@ async def test_sglangs_queues_are_counted_once_under_priority_scheduling(tmp_pat
         await web.TCPSite(runner, "127.0.0.1", 0).start()
         runners.append(runner)
     addresses = [f"127.0.0.1:{runner.addresses[0][1]}" for runner in runners]
-    config = static_scrape("sglang", addresses, {"namespace": NAMESPACE})
-    queries = SignalQueries(window="2s").for_engine(SGLANG)
-
-    async def every_pod_scraped(client: PrometheusClient) -> ServerSignals | None:
-        try:
-            if await client.query_number('count(up{job="sglang"} == 1)') != PODS:
-                return None
-        except QueryFailure:
-            return None
-        found = await measure_signals(client, queries, namespace=NAMESPACE, model=MODEL, server="s", target="t")
-        # No request finished: the latencies are 0/0 and missing; the gauges are what this checks.
-        return found if None not in (found.waiting, found.running, found.kv_cache) else None
-
     try:
-        with running_prometheus(tmp_path, config) as url:
-            await wait_ready(url)
-            client = PrometheusClient(PrometheusSettings(url=url, timeout=2.0))
-            try:
-                deadline = time.monotonic() + 20
-                while (signals := await every_pod_scraped(client)) is None:
-                    assert time.monotonic() < deadline, "no SGLang signals from every pod within 20 s"
-                    await asyncio.sleep(0.25)
-            finally:
-                await client.close()
+        # No request finished: the latencies are 0/0 and missing; the gauges are what this checks.
+        signals = await scraped_signals(
+            tmp_path, "sglang", addresses, SignalQueries(window="2s").for_engine(SGLANG),
+            complete=lambda found: None not in (found.waiting, found.running, found.kv_cache),
+        )  # fmt: skip
     finally:
         for runner in runners:
             await runner.cleanup()
     assert (signals.waiting, signals.running) == (PODS * 3.0, PODS * 5.0)
+    assert signals.kv_cache == pytest.approx(0.4)
+
+
+async def test_a_fleet_mixing_vllm_releases_is_measured_whole_each_pod_once(tmp_path: Path) -> None:
+    """Three vLLM pods: one exporting only 0.33.0's names, one only the pre-0.11 names, one both (a 0.10 pod with
+    the old names shown, same labels). Equal token rates, ITL 20, 40 and 60 ms, KV-cache usage 0.2, 0.4, 0.6:
+    the default queries give the means over the three pods (40 ms, 0.4), the pod with both names counted once."""
+    current, old = vllm_0_33_0.TABLE, vllm_pre_0_11.TABLE
+    renamed = [one for one in old.series if one.name not in current.names() and one.kind in ("gauge", "histogram")]
+    shown = tuple(replace(one, labels={"engine": "0"}) for one in renamed)
+    both = EngineTable(engine="vLLM", version="0.10", source="0.33.0's and the renamed old names, same labels",
+                       model_label="model_name", series=current.series + shown)  # fmt: skip
+    pods = [(current, 0.020, 0.2), (old, 0.040, 0.4), (both, 0.060, 0.6)]
+    states = [PodState(kv_cache=kv) for _, _, kv in pods]
+    runners = []
+    for (table, _, _), state in zip(pods, states, strict=True):
+        app = web.Application()
+
+        async def metrics(_request: web.Request, table: EngineTable = table, state: PodState = state) -> web.Response:
+            return web.Response(text=exposition(table, state, model=MODEL), content_type="text/plain")
+
+        app.router.add_get("/metrics", metrics)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        runners.append(runner)
+
+    async def drive() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(TICK)
+            now = time.monotonic()
+            for (_, itl, _), state in zip(pods, states, strict=True):
+                tokens = 100.0 * (now - last)
+                state.generated += tokens
+                state.itl_seconds += tokens * itl
+            last = now
+
+    driver = asyncio.create_task(drive())
+    addresses = [f"127.0.0.1:{runner.addresses[0][1]}" for runner in runners]
+    try:
+        signals = await scraped_signals(
+            tmp_path, "vllm", addresses, SignalQueries(window="2s"),
+            complete=lambda found: found.itl_ms is not None and found.kv_cache is not None, settle=2.5,
+        )  # fmt: skip
+    finally:
+        driver.cancel()
+        await asyncio.gather(driver, return_exceptions=True)
+        for runner in runners:
+            await runner.cleanup()
+    assert signals.itl_ms == pytest.approx(40.0, rel=0.03)
     assert signals.kv_cache == pytest.approx(0.4)
