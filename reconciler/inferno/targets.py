@@ -42,6 +42,7 @@ SCALE: Final = "scale"
 MAX_DISCOVERY_CACHE: Final = 256
 DISCOVERY_TTL: Final = 600.0  # a kind found: a CRD may still lose its /scale or go
 NEGATIVE_DISCOVERY_TTL: Final = 30.0  # a kind not found, or discovery failing: asked again after this
+HTTP_FORBIDDEN: Final = 403
 
 
 class TargetProblem(Exception):
@@ -158,7 +159,8 @@ class Targets:
         try:
             server = await self.client.get(MODEL_SERVER, namespace, name)
         except ApiError as error:
-            if error.not_found:
+            # Forbidden too: RBAC written before this read (the chart grants it) keeps reading vLLM as it did.
+            if error.not_found or error.status == HTTP_FORBIDDEN:
                 return default_series()
             raise TargetProblem("TargetUnavailable", f"reading ModelServer {namespace}/{name}: {error}") from None
         engine = (server.get("spec") or {}).get("inferenceEngine") if isinstance(server, dict) else None

@@ -349,6 +349,8 @@ async def test_a_targets_engine_is_the_one_its_same_named_model_server_names(
     assert await targets.engine_of(NS, "m-a") is SGLANG
     assert await targets.engine_of(NS, "m-b") is VLLM
     assert await targets.engine_of("elsewhere", "m-a") is VLLM  # the target's namespace only
+    fake.faults.fail_next(1, status=403, verb="get", resource="modelservers")
+    assert await targets.engine_of(NS, "m-a") is VLLM  # a Role from before this read: vLLM, as before
     fake.faults.fail_next(1, status=500, verb="get", resource="modelservers")
     problem = await _problem(targets.engine_of(NS, "m-a"))
     assert problem.reason == "TargetUnavailable"
