@@ -41,6 +41,21 @@ LEADER = f"and on (instance) (leader_election_master_status{{{RECONCILER}}} == 1
 RARE_WINDOW = "1h"
 
 
+# The engines' inter-token latency histograms (shared/engines/<engine>/series.py: vLLM 0.33.0's name, then the one
+# before vLLM 0.11; SGLang 0.5.23's). A pod counts under the first name it exports.
+VLLM_ITL = ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds")
+SGLANG_ITL = ("sglang:inter_token_latency_seconds",)
+
+
+def _mean_by_model(*histograms: str) -> str:
+    """The mean of a histogram per namespace and model, over every name it had."""
+
+    def rates(suffix: str) -> str:
+        return " or ".join(f"rate({name}_{suffix}[$__rate_interval])" for name in histograms)
+
+    return f"sum by (namespace, model_name) ({rates('sum')}) / sum by (namespace, model_name) ({rates('count')})"
+
+
 @dataclass(frozen=True)
 class Query:
     expr: str
@@ -398,7 +413,8 @@ def _inferno_loop(dashboard: Dashboard) -> Dashboard:
         .with_panel(
             _timeseries(
                 "Load: arrival rate",
-                "Requests per minute each Server was sized for (measured from vLLM's metrics for a targeted one).",
+                "Requests per minute each Server was sized for (measured from its engines' own metrics when "
+                "targeted).",
                 "none",
                 Query(f"max by ({SERVER}) (inferno_load_arrival_rate{{{RECONCILER}}})", SERVER_LEGEND),
             )
@@ -414,18 +430,16 @@ def _inferno_loop(dashboard: Dashboard) -> Dashboard:
         .with_panel(
             _timeseries(
                 "ITL: predicted vs observed",
-                "Mean inter-token latency Inferno predicts for each Server's decision, beside the one vLLM "
-                "observes per model (vllm:time_per_output_token_seconds, when Prometheus scrapes vLLM).",
+                "Mean inter-token latency Inferno predicts for each Server's decision, beside the one the engines "
+                "observe per model, when Prometheus scrapes them: vLLM's (vllm:inter_token_latency_seconds, or "
+                "before vLLM 0.11 vllm:time_per_output_token_seconds) and SGLang's "
+                "(sglang:inter_token_latency_seconds).",
                 "s",
                 Query(
                     f"max by ({SERVER}) (inferno_predicted_itl_seconds{{{RECONCILER}}})", f"predicted {SERVER_LEGEND}"
                 ),
-                Query(
-                    "sum by (namespace, model_name) (rate(vllm:time_per_output_token_seconds_sum[$__rate_interval]))"
-                    " / sum by (namespace, model_name) "
-                    "(rate(vllm:time_per_output_token_seconds_count[$__rate_interval]))",
-                    "observed {{namespace}}/{{model_name}}",
-                ),
+                Query(_mean_by_model(*VLLM_ITL), "observed {{namespace}}/{{model_name}} (vLLM)"),
+                Query(_mean_by_model(*SGLANG_ITL), "observed {{namespace}}/{{model_name}} (SGLang)"),
             )
         )
         .with_panel(

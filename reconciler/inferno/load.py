@@ -1,6 +1,7 @@
-"""A targeted Server's load, measured from vLLM's own metrics in Prometheus (docs/design/inferno.md §13).
+"""A targeted Server's load, measured from its engines' own metrics in Prometheus (docs/design/inferno.md §13).
 
-Two instant queries per Server, from templates (`string.Template`, so PromQL's braces need no escaping):
+Two instant queries per Server, from templates (`string.Template`, so PromQL's braces need no escaping), in
+the forms of the engine that serves the target (shared/engines/<engine>/series.py; vLLM's below):
 - arrival rate, requests per minute: the rate of `vllm:request_success_total` (finished requests: the rate
   the replicas actually served, which is what they must keep serving);
 - average length, generated tokens per request: the rate of `vllm:request_generation_tokens_sum` over that
@@ -30,28 +31,12 @@ from string import Template
 from typing import Final
 
 from reconciler.inferno.prometheus import PrometheusClient, QueryFailure
+from shared.engines.series import EngineSeries, default_series, engines
 
 DEFAULT_WINDOW: Final = "2m"
-# The engines of the ModelServing a Server targets, as the chart's PodMonitor labels them (decode pods finish
-# the requests of a prefill/decode pair, so prefill pods are left out)...
-_BY_TARGET: Final = '{namespace="$namespace",modelserving="$target",role!="prefill"}'
-# ... else, scraped any other way, the engines that serve the Server's model under that name.
-_BY_MODEL: Final = '{namespace="$namespace",model_name="$model"}'
-
-
-def _arrival(selector: str) -> str:
-    return f"sum(rate(vllm:request_success_total{selector}[$window]))"
-
-
-def _length(selector: str) -> str:
-    return (
-        f"sum(rate(vllm:request_generation_tokens_sum{selector}[$window]))"
-        f" / sum(rate(vllm:request_generation_tokens_count{selector}[$window]))"
-    )
-
-
-DEFAULT_ARRIVAL_QUERY: Final = f"({_arrival(_BY_TARGET)} or {_arrival(_BY_MODEL)}) * 60"
-DEFAULT_LENGTH_QUERY: Final = f"({_length(_BY_TARGET)}) or ({_length(_BY_MODEL)})"
+# vLLM's forms; a target served by another engine reads that engine's (LoadQueries.for_engine).
+DEFAULT_ARRIVAL_QUERY: Final = default_series().queries.arrival
+DEFAULT_LENGTH_QUERY: Final = default_series().queries.length
 VARIABLES: Final = frozenset({"namespace", "model", "server", "target", "window"})
 MAX_QUERY_CHARS: Final = 4096
 
@@ -78,6 +63,17 @@ class LoadQueries:
                 )
             if len(text) > MAX_QUERY_CHARS:
                 raise LoadQueryError(f"{flag}: longer than {MAX_QUERY_CHARS} characters")
+
+    def for_engine(self, series: EngineSeries) -> LoadQueries:
+        """These queries for a target `series`'s engine serves: a default becomes that engine's, a query the
+        user wrote stays."""
+        defaults = [one.queries for one in engines().values()]
+        engine = series.queries
+        return LoadQueries(
+            arrival=engine.arrival if any(self.arrival == d.arrival for d in defaults) else self.arrival,
+            length=engine.length if any(self.length == d.length for d in defaults) else self.length,
+            window=self.window,
+        )
 
     def render(self, text: str, *, namespace: str, model: str, server: str, target: str) -> str:
         values = {

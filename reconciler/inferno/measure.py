@@ -24,6 +24,7 @@ from reconciler.runtime.kinds import Kind
 from reconciler.runtime.objects import meta_text
 from shared.api import inferno as api
 from shared.decoding import without_status
+from shared.engines.series import EngineSeries
 
 REASON_MEASURED: Final = "Measured"
 REASON_REPLICAS_ONLY: Final = "ReplicasMeasured"
@@ -120,11 +121,20 @@ class Measurer:
             roles=roles,
         )  # fmt: skip
         if self.prometheus is not None:
-            measurement, load = await self._measure_load(namespace, spec, kind, measurement, existing=existing)
+            try:
+                # The target's engine says which series the default queries read (reconciler/inferno/targets.py).
+                engine = await self.targets.engine_of(namespace, ref.name)
+            except TargetProblem as problem:
+                self.metrics.load_failures.labels("target").inc()
+                return Measurement(None, None, False, problem.reason, problem.message)
+            queries = self.queries.for_engine(engine)
+            measurement, load = await self._measure_load(
+                namespace, spec, kind, measurement, queries=queries, existing=existing
+            )
             if load is not None:
                 owned["load"] = load
             if measurement.load_ok:
-                measurement = await self._with_signals(namespace, spec, measurement)
+                measurement = await self._with_signals(namespace, spec, measurement, engine)
         # Merging `owned` (no nulls) would change nothing: numbers by value (the API server may hand back 60 for
         # the 60.0 we wrote), true is not 1.
         if not is_subset(owned, existing):
@@ -135,7 +145,14 @@ class Measurer:
         return measurement
 
     async def _measure_load(
-        self, namespace: str, spec: api.ServerSpec, kind: Kind, measurement: Measurement, *, existing: Any
+        self,
+        namespace: str,
+        spec: api.ServerSpec,
+        kind: Kind,
+        measurement: Measurement,
+        *,
+        queries: LoadQueries,
+        existing: Any,
     ) -> tuple[Measurement, dict[str, Any] | None]:
         """The load from Prometheus, as `currentAlloc.load` will hold it (None: not measured, the last one kept)."""
         assert self.prometheus is not None
@@ -143,7 +160,7 @@ class Measurer:
         target = spec.target_ref.name
         try:
             load = await measure_load(
-                self.prometheus, self.queries, namespace=namespace, model=spec.model, server=spec.name, target=target
+                self.prometheus, queries, namespace=namespace, model=spec.model, server=spec.name, target=target
             )
         except QueryFailure as failure:
             self.metrics.load_failures.labels(failure.reason).inc()
@@ -156,30 +173,32 @@ class Measurer:
             last = (existing or {}).get("load") if isinstance(existing, dict) else None
             if not isinstance(last, dict) or "avgLength" not in last:
                 measured["avgLength"] = 0  # required with arrivalRate; no traffic has no length yet
-        message = f"replicas from {kind.kind} {target}; load from Prometheus over {self.queries.window}"
+        message = f"replicas from {kind.kind} {target}; load from Prometheus over {queries.window}"
         return replace(measurement, reason=REASON_MEASURED, message=message), measured
 
-    async def _with_signals(self, namespace: str, spec: api.ServerSpec, measurement: Measurement) -> Measurement:
+    async def _with_signals(
+        self, namespace: str, spec: api.ServerSpec, measurement: Measurement, engine: EngineSeries
+    ) -> Measurement:
         """The saturation and latency signals; a disaggregated target's per role, the Server's own being decode's
         (the queueing model the optimiser sizes is decode's)."""
         assert self.prometheus is not None
         assert spec.target_ref is not None
         if spec.disaggregation is not None:
-            by_role = await self._role_signals(namespace, spec, spec.target_ref.name, spec.disaggregation)
+            by_role = await self._role_signals(namespace, spec, spec.target_ref.name, spec.disaggregation, engine)
             return replace(measurement, signals=by_role["decode"], role_signals=by_role)
         signals = await measure_signals(
-            self.prometheus, self.signal_queries, namespace=namespace, model=spec.model, server=spec.name,
-            target=spec.target_ref.name,
+            self.prometheus, self.signal_queries.for_engine(engine), namespace=namespace, model=spec.model,
+            server=spec.name, target=spec.target_ref.name,
         )  # fmt: skip
         return replace(measurement, signals=signals)
 
     async def _role_signals(
-        self, namespace: str, spec: api.ServerSpec, target: str, pd: api.DisaggregationSpec
+        self, namespace: str, spec: api.ServerSpec, target: str, pd: api.DisaggregationSpec, engine: EngineSeries
     ) -> dict[Side, ServerSignals]:
         """Each role's signals, from the signal queries narrowed to its pods (`$role`); prefill's with its
         prompt-token rate."""
         assert self.prometheus is not None
-        queries = self.signal_queries.for_role()
+        queries = self.signal_queries.for_role(engine)
         prefill, decode = await asyncio.gather(
             *(
                 measure_signals(

@@ -1,11 +1,13 @@
-"""How close a Server's replicas are to saturation, from what vLLM itself reports (docs/design/inferno.md §14).
+"""How close a Server's replicas are to saturation, from what its engines report (docs/design/inferno.md §14).
 
 The queueing model predicts; these signals observe. Per Server, three instant queries through the same bounded
-Prometheus client and templates as the load (reconciler.inferno.load), over the Server's pods:
-- KV-cache usage, the mean over pods (0..1): `vllm:kv_cache_usage_perc`, which vLLM 0.10 renamed from
-  `vllm:gpu_cache_usage_perc`; the default query asks for either (`or` keeps one sample per pod, the newer
-  name first), so one query serves both generations;
-- requests waiting (`vllm:num_requests_waiting`) and running (`vllm:num_requests_running`), summed over pods.
+Prometheus client and templates as the load (reconciler.inferno.load), over the Server's pods, in the forms of
+the engine that serves them (shared/engines/<engine>/series.py):
+- KV-cache usage, the mean over pods (0..1): vLLM's `vllm:kv_cache_usage_perc`, which vLLM 0.10 renamed from
+  `vllm:gpu_cache_usage_perc` (the default query asks for either: `or` keeps one sample per pod, the newer
+  name first, so one query serves both generations); SGLang's `sglang:token_usage`;
+- requests waiting (`vllm:num_requests_waiting`, `sglang:num_queue_reqs`) and running
+  (`vllm:num_requests_running`, `sglang:num_running_reqs`), summed over pods.
 
 Thresholds come from the Server's `spec.saturation`, else its ServiceClass's, else the defaults: a mean KV-cache
 usage of 0.8 (vLLM preempts requests when the cache is full; 20 % is the headroom one more batch of long
@@ -24,14 +26,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from shared.api.inferno import SaturationSpec
+from shared.engines.series import default_series
 
 DEFAULT_KV_CACHE_THRESHOLD: Final = 0.8
 DEFAULT_WAITING_PER_REPLICA: Final = 5.0
 
-_SELECTOR: Final = '{namespace="$namespace",model_name="$model"}'
-DEFAULT_KV_CACHE_QUERY: Final = f"avg(vllm:kv_cache_usage_perc{_SELECTOR} or vllm:gpu_cache_usage_perc{_SELECTOR})"
-DEFAULT_WAITING_QUERY: Final = f"sum(vllm:num_requests_waiting{_SELECTOR})"
-DEFAULT_RUNNING_QUERY: Final = f"sum(vllm:num_requests_running{_SELECTOR})"
+# vLLM's forms; a target served by another engine reads that engine's (reconciler.inferno.signals).
+DEFAULT_KV_CACHE_QUERY: Final = default_series().queries.kv_cache
+DEFAULT_WAITING_QUERY: Final = default_series().queries.waiting
+DEFAULT_RUNNING_QUERY: Final = default_series().queries.running
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,8 @@ _FLAGS: Final[dict[str, Flag]] = {
     ),
     "--prometheus-arrival-query": Flag(
         "prometheus_arrival_query", str, DEFAULT_ARRIVAL_QUERY, "PromQL for a Server's arrival rate in requests "
-        "per minute; $namespace, $model, $server, $target and $window are filled in"
+        "per minute; $namespace, $model, $server, $target and $window are filled in; unset, each target's "
+        "engine's own form (vLLM's shown, SGLang's where the target's ModelServer names SGLang)"
     ),
     "--prometheus-length-query": Flag(
         "prometheus_length_query", str, DEFAULT_LENGTH_QUERY, "PromQL for a Server's generated tokens per "
@@ -187,7 +188,7 @@ _FLAGS: Final[dict[str, Flag]] = {
     # built-in one, else the user's as written.
     "--prometheus-kv-cache-query": Flag(
         "prometheus_kv_cache_query", str, DEFAULT_KV_CACHE_QUERY, "PromQL for a Server's mean KV-cache usage (0..1); "
-        "the load's variables and $role"
+        "the load's variables and $role; unset, like every query here, the target's engine's own form"
     ),
     "--prometheus-waiting-query": Flag(
         "prometheus_waiting_query", str, DEFAULT_WAITING_QUERY, "PromQL for a Server's requests waiting, all pods"

@@ -4,10 +4,13 @@ Instant queries through the bounded Prometheus client, from templates with the v
 (reconciler.inferno.load) plus `$role` (a disaggregated backend's `prefill` or `decode`; empty otherwise):
 - saturation (reconciler.inferno.saturation): mean KV-cache usage (either metric name), requests waiting and
   running (totals);
-- latency, means over `$window` from vLLM's histograms: inter-token latency
-  (`vllm:time_per_output_token_seconds`) and time to first token (`vllm:time_to_first_token_seconds`), in
-  seconds, reported in ms;
+- latency, means over `$window` from the engine's histograms: inter-token latency (vLLM 0.33's
+  `vllm:inter_token_latency_seconds`, or before 0.11 `vllm:time_per_output_token_seconds`; SGLang's
+  `sglang:inter_token_latency_seconds`) and time to first token (`*:time_to_first_token_seconds`), in seconds,
+  reported in ms;
 - for a disaggregated backend's prefill side, the prompt-token rate (`vllm:prompt_tokens_total`, tokens/s).
+
+Each in the forms of the engine that serves the target (shared/engines/<engine>/series.py, `for_engine`).
 
 Unlike the load, a missing signal blocks nothing: it is None, and what needed it (the guardrail, the
 estimator) says it is blind this period. All queries of one Server run concurrently; each answer is one
@@ -30,20 +33,13 @@ from reconciler.inferno.saturation import (
     DEFAULT_WAITING_QUERY,
     Signals,
 )
+from shared.engines.series import EngineSeries, Queries, default_series, engines
 
 SIGNAL_VARIABLES: Final = VARIABLES | {"role"}
-_SELECTOR: Final = '{namespace="$namespace",model_name="$model"}'
-DEFAULT_ITL_QUERY: Final = (
-    f"sum(rate(vllm:time_per_output_token_seconds_sum{_SELECTOR}[$window]))"
-    f" / sum(rate(vllm:time_per_output_token_seconds_count{_SELECTOR}[$window]))"
-)
-DEFAULT_TTFT_QUERY: Final = (
-    f"sum(rate(vllm:time_to_first_token_seconds_sum{_SELECTOR}[$window]))"
-    f" / sum(rate(vllm:time_to_first_token_seconds_count{_SELECTOR}[$window]))"
-)
-DEFAULT_PROMPT_QUERY: Final = f"sum(rate(vllm:prompt_tokens_total{_SELECTOR}[$window]))"
-# A disaggregated backend's pods of one role: the scrape must copy the pod's role label into `role`.
-ROLE_SELECTOR: Final = '{namespace="$namespace",model_name="$model",role="$role"}'
+# vLLM's forms; a target served by another engine reads that engine's (SignalQueries.for_engine).
+DEFAULT_ITL_QUERY: Final = default_series().queries.itl
+DEFAULT_TTFT_QUERY: Final = default_series().queries.ttft
+DEFAULT_PROMPT_QUERY: Final = default_series().queries.prompt_tokens
 
 
 # The reconciler's flag for each query (reconciler/inferno/settings.py): messages name what the user set.
@@ -84,22 +80,27 @@ class SignalQueries:
             if len(text) > MAX_QUERY_CHARS:
                 raise SignalQueryError(f"{flag}: longer than {MAX_QUERY_CHARS} characters")
 
-    def for_role(self) -> SignalQueries:
-        """The same defaults narrowed to one role's pods (a query the user wrote is theirs to narrow)."""
-        defaults = SignalQueries()
+    def for_engine(self, series: EngineSeries) -> SignalQueries:
+        """These queries for a target `series`'s engine serves: a default becomes that engine's, a query the
+        user wrote stays."""
+        return self._defaults_from(series.queries)
 
-        def narrowed(mine: str, default: str) -> str:
-            return default.replace(_SELECTOR, ROLE_SELECTOR) if mine == default else mine
+    def for_role(self, series: EngineSeries | None = None) -> SignalQueries:
+        """The defaults narrowed to one role's pods of `series`'s engine (vLLM's if None); a query the user wrote
+        is theirs to narrow."""
+        return self._defaults_from((series or default_series()).role_queries)
 
+    def _defaults_from(self, engine: Queries) -> SignalQueries:
+        """Each query that is some engine's default replaced by `engine`'s (already resolved queries too)."""
+        defaults = [series.queries for series in engines().values()]
         return SignalQueries(
-            kv_cache=narrowed(self.kv_cache, defaults.kv_cache),
-            waiting=narrowed(self.waiting, defaults.waiting),
-            running=narrowed(self.running, defaults.running),
-            itl=narrowed(self.itl, defaults.itl),
-            ttft=narrowed(self.ttft, defaults.ttft),
-            prompt_tokens=narrowed(self.prompt_tokens, defaults.prompt_tokens),
+            **{
+                name: getattr(engine, name) if any(getattr(self, name) == getattr(d, name) for d in defaults)
+                else getattr(self, name)
+                for name in SIGNAL_FLAGS
+            },
             window=self.window,
-        )
+        )  # fmt: skip
 
     def render(self, text: str, *, namespace: str, model: str, server: str, target: str, role: str = "") -> str:
         values = {

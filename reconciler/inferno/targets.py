@@ -1,6 +1,7 @@
 """What a Server's `targetRef` names: its kind (the known ones, or found by API discovery, a miss asked again
-soon), its `/scale`, the object itself (docs/design/inferno.md §13). Whether it may be scaled is consent.py's
-and rivals.py's.
+soon), its `/scale`, the object itself, and the engine that serves it (the same-named ModelServer's
+`inferenceEngine`, as Kthena's router reads it) (docs/design/inferno.md §13). Whether it may be scaled is
+consent.py's and rivals.py's.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from reconciler.inferno.kinds import DEPLOYMENT, MODEL_SERVING, REPLICA_SET, STATEFUL_SET
+from reconciler.inferno.kinds import DEPLOYMENT, MODEL_SERVER, MODEL_SERVING, REPLICA_SET, STATEFUL_SET
 from reconciler.runtime.client import JSON_PATCH, ApiError, KubeClient
 from reconciler.runtime.kinds import Kind
 from shared.api.inferno import TargetRef
+from shared.engines.series import EngineSeries, default_series, series_for
 
 # The kinds whose `/scale` the chart's ClusterRole grants (charts/modelbooster/templates/_helpers.tpl);
 # `inferno.extraTargetKinds` adds others there, found here by discovery.
@@ -29,6 +31,7 @@ SCALE: Final = "scale"
 MAX_DISCOVERY_CACHE: Final = 256
 DISCOVERY_TTL: Final = 600.0  # a kind found: a CRD may still lose its /scale or go
 NEGATIVE_DISCOVERY_TTL: Final = 30.0  # a kind not found, or discovery failing: asked again after this
+HTTP_FORBIDDEN: Final = 403
 
 
 class TargetProblem(Exception):
@@ -138,6 +141,19 @@ class Targets:
             return await self.client.get(kind, namespace, name)
         except ApiError as error:
             raise _unreadable(error, kind, namespace, name, what="object") from None
+
+    async def engine_of(self, namespace: str, name: str) -> EngineSeries:
+        """The series of the engine serving target `name` (module docstring); TargetProblem when the ModelServer
+        cannot be read."""
+        try:
+            server = await self.client.get(MODEL_SERVER, namespace, name)
+        except ApiError as error:
+            # Forbidden too: RBAC written before this read (the chart grants it) keeps reading vLLM as it did.
+            if error.not_found or error.status == HTTP_FORBIDDEN:
+                return default_series()
+            raise TargetProblem("TargetUnavailable", f"reading ModelServer {namespace}/{name}: {error}") from None
+        engine = (server.get("spec") or {}).get("inferenceEngine") if isinstance(server, dict) else None
+        return (series_for(engine) if isinstance(engine, str) else None) or default_series()
 
     async def write_scale(self, kind: Kind, namespace: str, name: str, replicas: int) -> None:
         await self.client.patch(

@@ -15,6 +15,8 @@ from typing import Any, Final, Literal
 
 from kubernetes.client import V1EnvVar
 
+from shared.engines.series import EngineSeries
+
 # Integral floats below this print as integers (`2.0` -> `2`), so an int option written as a float still
 # parses; beyond it the exponent form is shorter and no engine's integer option gets that large anyway.
 _INTEGRAL_FLOAT_LIMIT: Final = 1e21
@@ -71,6 +73,7 @@ class Engine:
     runtime_lora_enabled: Callable[[Sequence[V1EnvVar] | None, Mapping[str, Any] | None], bool]
     lora_load_calls: Callable[[str, str, str], tuple[LoraCall, ...]]  # (name, source, output dir)
     lora_unload_calls: Callable[[str], tuple[LoraCall, ...]]  # (name)
+    series: EngineSeries  # its Prometheus series and the default queries over them
 
 
 def port_script(script: str) -> Callable[[int], str]:

@@ -14,7 +14,7 @@ from tests.chart.render import REPO_ROOT
 from tests.e2e.documented import section, table_rows
 
 DOC: Final = REPO_ROOT / "docs" / "chart.md"
-METRIC_TABLES: Final = ("Webhook metrics", "Reconciler metrics", "vLLM metrics Inferno reads")
+METRIC_TABLES: Final = ("Webhook metrics", "Reconciler metrics", "Engine metrics Inferno reads")
 # Labels a Prometheus scrape through the chart's ServiceMonitors adds to every series.
 TARGET_LABELS: Final = frozenset({"namespace", "job", "instance", "pod", "service", "container", "endpoint"})
 HISTOGRAM_SERIES: Final = ("_bucket", "_count", "_sum")

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
+from shared.engines.series import engines
 from tests.chart import promtool
 from tests.chart.promql import TARGET_LABELS, DocumentedMetric, documented_metrics, problems, uses
 from tests.chart.registries import reconciler_registry
@@ -57,7 +58,9 @@ ROW_METRICS = {
         "inferno_load_arrival_rate",
         "inferno_load_avg_length",
         "inferno_predicted_itl_seconds",
+        "vllm:inter_token_latency_seconds_sum",
         "vllm:time_per_output_token_seconds_sum",
+        "sglang:inter_token_latency_seconds_sum",
         "inferno_load_stale",
         "inferno_scale_blocked",
         "inferno_scale_changes_total",
@@ -237,8 +240,8 @@ def test_queries_pick_this_releases_series(dashboard: dict[str, Any]) -> None:
         if where.startswith("variable"):
             continue
         for name, labels in uses(_substituted(expr, variables)).selectors:
-            if name is not None and name.startswith("vllm:"):
-                continue  # vLLM's own series, from the model servers' pods in their namespaces, not the release's
+            if name is not None and name.startswith(("vllm:", "sglang:")):
+                continue  # the engines' own series, from the model servers' pods in their namespaces, not the release's
             assert {"namespace", "job"} <= labels, f"{where}: {name} is not narrowed to namespace and job"
 
 
@@ -301,3 +304,11 @@ async def test_the_job_variables_resolve_before_any_admission_or_modelbooster(
     assert "modelbooster_build_info" in _variable_selector(dashboard, "namespace")
     # Teeth: the series the webhook variable used to read has none until a pod has answered an admission.
     assert not _has_series(webhook, 'modelbooster_admission_decisions_total{namespace="x"}')
+
+
+def test_the_itl_panel_reads_every_engines_itl_series_under_each_of_its_names(dashboard: dict[str, Any]) -> None:
+    wanted = {f"{name}_sum" for series in engines().values() for name in series.names["inter_token_latency"]}
+    variables = _variables(dashboard)
+    (panel,) = [panel for panel in dashboard["panels"] if panel.get("title") == "ITL: predicted vs observed"]
+    shown = {name for target in panel["targets"] for name, _ in uses(_substituted(target["expr"], variables)).selectors}
+    assert wanted <= shown, f"the ITL panel lacks {sorted(wanted - shown)}"

@@ -10,6 +10,7 @@ from typing import Any
 
 import helm_python as helm
 import pytest
+import yaml
 
 from modelbooster.cli import build_parser
 from reconciler.inferno.ceilings import Ceilings
@@ -111,9 +112,16 @@ def test_the_engine_pod_monitor_selects_our_engines_in_the_inferno_namespaces(
     assert monitor["spec"]["selector"] == {
         "matchLabels": {"workload.serving.volcano.sh/managed-by": "workload.serving.volcano.sh"}
     }
-    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
-    addresses = [r["replacement"] for r in endpoint["relabelings"] if r.get("targetLabel") == "__address__"]
+    # vLLM's port, then SGLang's, with the same rules but the port.
+    vllm, sglang = monitor["spec"]["podMetricsEndpoints"]
+    addresses = [r["replacement"] for r in vllm["relabelings"] if r.get("targetLabel") == "__address__"]
     assert addresses == ["${1}:8080", "[${1}]:8080"]
+    assert yaml.safe_dump(sglang).replace(":30000", ":8080") == yaml.safe_dump(vllm)
+    for ports, wanted in (({"sglangPort": 0}, [8000]), ({"enginePort": 30000}, [30000]), ({}, [8000, 30000])):
+        (one,) = render({"inferno": {"podMonitor": {"enabled": True, **ports}}}).of_kind("PodMonitor")
+        seen = [r["replacement"] for e in one["spec"]["podMetricsEndpoints"] for r in e["relabelings"]
+                if r.get("targetLabel") == "__address__" and r["replacement"].startswith("$")]  # fmt: skip
+        assert seen == [f"${{1}}:{port}" for port in wanted], ports
     (everywhere,) = render({"inferno": {"podMonitor": {"enabled": True}}}).of_kind("PodMonitor")
     assert everywhere["spec"]["namespaceSelector"] == {"any": True}
     assert not render({"inferno": {"enabled": False, "podMonitor": {"enabled": True}}}).of_kind("PodMonitor")

@@ -67,6 +67,8 @@ def _inferno_grants(namespace: str | None, *, extra: tuple[tuple[str, str], ...]
         grants.add(Grant(group, resource, "get", namespace))
         grants |= {Grant(group, f"{resource}/scale", verb, namespace) for verb in ("get", "patch")}
     grants.add(Grant(WORKLOAD, "modelboosters", "get", namespace))
+    # The ModelServer named like a target says which engine's series to read (reconciler/inferno/targets.py).
+    grants.add(Grant(NETWORKING, "modelservers", "get", namespace))
     # A disaggregated ModelServing's roles have no /scale: their replicas are set by a JSON patch (§19).
     grants.add(Grant(WORKLOAD, "modelservings", "patch", namespace))
     grants.add(Grant(WORKLOAD, "autoscalingpolicybindings", "list", namespace))

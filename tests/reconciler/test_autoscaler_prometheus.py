@@ -1,8 +1,9 @@
 """The control law against a real Prometheus scraping fake vLLM pods (docs/design/inferno.md §14-§17).
 
 The pods serve what the queueing model says replicas with a TRUE performance would report
-(tests/inferno_plant.py): counters for finished requests, generated and prompt tokens and the ITL/TTFT
-histograms' sums and counts, gauges for requests running and waiting and KV-cache usage; a pod beyond the
+(tests/inferno_plant.py), as the series of their engine's table (tests/engines/; vLLM 0.33.0's here):
+counters for finished requests, generated and prompt tokens and the ITL/TTFT histograms' sums and counts,
+gauges for requests running and waiting and KV-cache usage; a pod beyond the
 current replica count answers 503, so Prometheus marks its series stale, as it does for a pod that is gone.
 Each period measures through the controller's own code (templated queries, the bounded client:
 reconciler.inferno.load, .signals), then decides as the controller does: the optimiser on the measured load
@@ -49,6 +50,8 @@ from reconciler.inferno.prometheus import PrometheusClient, PrometheusSettings, 
 from reconciler.inferno.saturation import Thresholds, assess
 from reconciler.inferno.signals import ServerSignals, SignalQueries, measure_signals
 from reconciler.inferno.stabilizer import Stabilizer
+from tests.engines.table import EngineTable, PodState, exposition
+from tests.engines.vllm_0_33_0 import TABLE as VLLM_TABLE
 from tests.inferno_plant import Truth, serve
 from tests.reconciler.test_prometheus_load import running_prometheus, wait_ready
 
@@ -62,60 +65,42 @@ MAX_BATCH, AT_TOKENS = 38, 512
 MAX_PODS: Final = 12
 
 
-COUNTERS: Final = (
-    "vllm:request_success_total",
-    "vllm:request_generation_tokens_sum",
-    "vllm:request_generation_tokens_count",
-    "vllm:time_per_output_token_seconds_sum",
-    "vllm:time_per_output_token_seconds_count",
-    "vllm:time_to_first_token_seconds_sum",
-    "vllm:time_to_first_token_seconds_count",
-    "vllm:prompt_tokens_total",
-)
-
-
-# --- fake vLLM pods ------------------------------------------------------------------------------------------
+# --- fake engine pods -----------------------------------------------------------------------------------------
 
 
 @dataclass
 class Pod:
+    """One engine pod: its series are its engine table's (tests/engines/), vLLM 0.33.0's unless told."""
+
     model: str
     role: str = ""
+    table: EngineTable = VLLM_TABLE
     up: bool = False
     rate_rpm: float = 0.0  # this pod's share
     length: int = 1
     prompt: int = 0
     itl_ms: float = 0.0
     ttft_ms: float = 0.0
-    running: float = 0.0
-    waiting: float = 0.0
-    kv: float = 0.0
-    counters: dict[str, float] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0.0))
+    state: PodState = field(default_factory=PodState)
 
     def advance(self, seconds: float) -> None:
         if not self.up:
             return
         requests = self.rate_rpm / 60 * seconds
         tokens = requests * self.length
-        c = self.counters
-        c["vllm:request_success_total"] += requests
-        c["vllm:request_generation_tokens_sum"] += tokens
-        c["vllm:request_generation_tokens_count"] += requests
-        c["vllm:time_per_output_token_seconds_sum"] += tokens * self.itl_ms / 1000
-        c["vllm:time_per_output_token_seconds_count"] += tokens
-        c["vllm:time_to_first_token_seconds_sum"] += requests * self.ttft_ms / 1000
-        c["vllm:time_to_first_token_seconds_count"] += requests
-        c["vllm:prompt_tokens_total"] += requests * self.prompt
+        s = self.state
+        s.finished += requests
+        s.generated += tokens
+        s.prompt += requests * self.prompt
+        s.itl_seconds += tokens * self.itl_ms / 1000
+        s.ttft_seconds += requests * self.ttft_ms / 1000
+        s.e2e_seconds += requests * (self.ttft_ms + self.length * self.itl_ms) / 1000
+
+    def set_gauges(self, *, running: float, waiting: float, kv: float) -> None:
+        self.state.running, self.state.waiting, self.state.kv_cache = running, waiting, kv
 
     def exposition(self) -> str:
-        labels = f'model_name="{self.model}"' + (f',role="{self.role}"' if self.role else "")
-        lines = [f"{name}{{{labels}}} {value!r}" for name, value in self.counters.items()]
-        lines += [
-            f"vllm:num_requests_running{{{labels}}} {self.running!r}",
-            f"vllm:num_requests_waiting{{{labels}}} {self.waiting!r}",
-            f"vllm:kv_cache_usage_perc{{{labels}}} {self.kv!r}",
-        ]
-        return "\n".join(lines) + "\n"
+        return exposition(self.table, self.state, model=self.model, extra={"role": self.role} if self.role else None)
 
 
 @dataclass
@@ -131,9 +116,8 @@ class Fleet:
             pod.rate_rpm = rate_rpm / replicas if replicas else 0.0
             pod.length, pod.prompt = length, prompt
             pod.itl_ms, pod.ttft_ms = seen.itl, seen.ttft
-            pod.running = seen.running / replicas if replicas else 0.0
-            pod.waiting = seen.waiting / replicas if replicas else 0.0
-            pod.kv = seen.kv_cache
+            share = 1 / replicas if replicas else 0.0
+            pod.set_gauges(running=seen.running * share, waiting=seen.waiting * share, kv=seen.kv_cache)
 
     def prefill(self, *, rate_rpm: float, prompt: int, replicas: int, capacity: float) -> None:
         """Prefill pods: utilisation is the prompt-token rate over what the replicas take; past 1, prompts
@@ -144,13 +128,14 @@ class Fleet:
             pod.rate_rpm = rate_rpm / replicas if replicas else 0.0
             pod.length, pod.prompt = 1, prompt
             pod.itl_ms, pod.ttft_ms = 0.0, 1000 * prompt / capacity
-            pod.running = min(utilisation, 1.0) * 4
-            pod.waiting = max(utilisation - 1.0, 0.0) * 10
-            pod.kv = min(utilisation, 1.0) * 0.5
+            pod.set_gauges(
+                running=min(utilisation, 1.0) * 4, waiting=max(utilisation - 1.0, 0.0) * 10,
+                kv=min(utilisation, 1.0) * 0.5,
+            )  # fmt: skip
 
 
 class Pods:
-    """Fake vLLM pods on loopback, each with its /metrics, advanced together every TICK."""
+    """Fake engine pods on loopback, each with its /metrics, advanced together every TICK."""
 
     def __init__(self) -> None:
         self.made: list[tuple[Pod, str]] = []
@@ -160,8 +145,8 @@ class Pods:
     def addresses(self) -> list[str]:
         return [address for _, address in self.made]
 
-    async def fleet(self, *, model: str, role: str = "") -> Fleet:
-        new = [Pod(model=model, role=role) for _ in range(MAX_PODS)]
+    async def fleet(self, *, model: str, role: str = "", table: EngineTable = VLLM_TABLE) -> Fleet:
+        new = [Pod(model=model, role=role, table=table) for _ in range(MAX_PODS)]
         for pod in new:
             await self._add(pod)
         return Fleet(new)

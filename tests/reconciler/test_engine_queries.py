@@ -41,6 +41,8 @@ from reconciler.modelbooster.kinds import MODEL_SERVING
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.kinds import POD
 from tests.chart.render import render
+from tests.engines.table import PodState, exposition
+from tests.engines.vllm_0_33_0 import TABLE as VLLM_TABLE
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS
 from tests.reconciler.test_prometheus_load import running_prometheus, wait_ready
@@ -66,7 +68,7 @@ def flag(command: list[str], name: str) -> str | None:
 
 
 class VllmExporter:
-    """One engine's `/metrics` as vLLM exposes them: counters labelled with the served model name."""
+    """One engine's `/metrics` as vLLM 0.33.0 exposes them (tests/engines/), labelled with the served model name."""
 
     def __init__(self, served_model_name: str) -> None:
         self.model_name = served_model_name
@@ -81,14 +83,7 @@ class VllmExporter:
             self.finished += 1
 
     def exposition(self) -> str:
-        labels = f'engine="0",model_name="{self.model_name}"'
-        return (
-            "# TYPE vllm:request_success_total counter\n"
-            f'vllm:request_success_total{{{labels},finished_reason="stop"}} {self.finished}\n'
-            "# TYPE vllm:request_generation_tokens histogram\n"
-            f"vllm:request_generation_tokens_sum{{{labels}}} {self.tokens}\n"
-            f"vllm:request_generation_tokens_count{{{labels}}} {self.finished}\n"
-        )
+        return exposition(VLLM_TABLE, PodState(finished=self.finished, generated=self.tokens), model=self.model_name)
 
 
 def _label_name(key: str) -> str:
@@ -131,11 +126,17 @@ def pod_targets(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return targets
 
 
-def scrape_config(monitor: dict[str, Any], *, targets_file: Path) -> dict[str, Any]:
-    """A PodMonitor as prometheus-operator turns it into a scrape config, for the fields ours uses: pods matching
-    `selector.matchLabels`, the target labels the operator adds (namespace, container, pod), then the endpoint's
-    own relabelings (its namespaceSelector is checked by the caller: every namespace)."""
-    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+def scrape_configs(monitor: dict[str, Any], *, targets_file: Path) -> list[dict[str, Any]]:
+    """A PodMonitor as prometheus-operator turns it into scrape configs, one per endpoint, for the fields ours
+    uses: pods matching `selector.matchLabels`, the target labels the operator adds (namespace, container, pod),
+    then the endpoint's own relabelings (its namespaceSelector is checked by the caller: every namespace)."""
+    return [scrape_config(monitor, endpoint, index, targets_file=targets_file)
+            for index, endpoint in enumerate(monitor["spec"]["podMetricsEndpoints"])]  # fmt: skip
+
+
+def scrape_config(
+    monitor: dict[str, Any], endpoint: dict[str, Any], index: int, *, targets_file: Path
+) -> dict[str, Any]:
     relabels: list[dict[str, Any]] = []
     for key, value in sorted(monitor["spec"]["selector"]["matchLabels"].items()):
         name = _label_name(key)
@@ -151,7 +152,7 @@ def scrape_config(monitor: dict[str, Any], *, targets_file: Path) -> dict[str, A
     for rule in endpoint["relabelings"]:
         relabels.append({names.get(key, key): value for key, value in rule.items()})
     return {
-        "job_name": f"podMonitor/{monitor['metadata']['namespace']}/{monitor['metadata']['name']}/0",
+        "job_name": f"podMonitor/{monitor['metadata']['namespace']}/{monitor['metadata']['name']}/{index}",
         "scrape_interval": endpoint["interval"],
         "scrape_timeout": "200ms",
         "metrics_path": endpoint["path"],
@@ -259,7 +260,7 @@ def prometheus(tmp_path: Path, discovered: Path, engine: tuple[dict[str, Any], V
         tmp_path,
         yaml.safe_dump({
             "global": {"scrape_interval": "250ms", "scrape_timeout": "200ms", "evaluation_interval": "1s"},
-            "scrape_configs": [scrape_config(monitor, targets_file=targets)],
+            "scrape_configs": scrape_configs(monitor, targets_file=targets),
         }),
     ) as url:
         yield url

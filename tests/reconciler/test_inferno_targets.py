@@ -16,13 +16,15 @@ import pytest
 import yaml
 
 from reconciler.inferno.consent import ScalingGate
-from reconciler.inferno.kinds import DEPLOYMENT, MODEL_SERVING, REPLICA_SET
+from reconciler.inferno.kinds import DEPLOYMENT, MODEL_SERVER, MODEL_SERVING, REPLICA_SET
 from reconciler.inferno.rivals import Rivals
 from reconciler.inferno.targets import NEGATIVE_DISCOVERY_TTL, Bounds, TargetProblem, Targets
 from reconciler.modelbooster.kinds import AUTOSCALING_POLICY_BINDING, MODEL_BOOSTER
 from reconciler.runtime.client import KubeClient
 from reconciler.runtime.kinds import Kind
 from shared.api.inferno import TargetRef
+from shared.engines.sglang.series import SGLANG
+from shared.engines.vllm.series import VLLM
 from shared.external_scaling import ANNOTATION_EXTERNAL_REPLICAS
 from shared.scaling_consent import ANNOTATION_SCALED_BY
 from tests.apiserver.widgets import WIDGET_CRD
@@ -327,3 +329,29 @@ async def test_a_second_server_takes_nothing_from_the_one_the_target_named(
             "AutoscalerConflict",
             f"Deployment search is also scaled by Server {rival}: two scalers would undo each other; remove one",
         )
+
+
+# --- the engine a target runs (which series its queries read) -------------------------------------------
+
+
+def model_server(name: str, engine: str) -> dict[str, Any]:
+    return {"apiVersion": MODEL_SERVER.api_version, "kind": "ModelServer", "metadata": {"name": name, "namespace": NS},
+            "spec": {"inferenceEngine": engine, "workloadSelector": {"matchLabels": {"app": name}},
+                     "workloadPort": {"port": 30000}}}  # fmt: skip
+
+
+async def test_a_targets_engine_is_the_one_its_same_named_model_server_names(
+    fake: FakeApiServer, targets: Targets
+) -> None:
+    assert await targets.engine_of(NS, "m-a") is VLLM  # no ModelServer: a workload of one's own, vLLM
+    fake.create(model_server("m-a", "SGLang"))
+    fake.create(model_server("m-b", "vLLM"))
+    assert await targets.engine_of(NS, "m-a") is SGLANG
+    assert await targets.engine_of(NS, "m-b") is VLLM
+    assert await targets.engine_of("elsewhere", "m-a") is VLLM  # the target's namespace only
+    fake.faults.fail_next(1, status=403, verb="get", resource="modelservers")
+    assert await targets.engine_of(NS, "m-a") is VLLM  # a Role from before this read: vLLM, as before
+    fake.faults.fail_next(1, status=500, verb="get", resource="modelservers")
+    problem = await _problem(targets.engine_of(NS, "m-a"))
+    assert problem.reason == "TargetUnavailable"
+    assert "ModelServer" in problem.message

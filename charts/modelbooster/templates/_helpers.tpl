@@ -222,6 +222,10 @@ KEDA ScaledObjects (docs/design/inferno.md §14).
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["modelservings/scale"]
   verbs: ["get", "patch"]
+# The ModelServer named like a target says which engine serves it, and so which engine's series to read.
+- apiGroups: ["networking.serving.volcano.sh"]
+  resources: ["modelservers"]
+  verbs: ["get"]
 - apiGroups: ["workload.serving.volcano.sh"]
   resources: ["autoscalingpolicybindings"]
   verbs: ["list"]

@@ -14,6 +14,7 @@ from kubernetes.client import V1EnvVar
 
 from shared.engine_config import CONFIG_KEY_SERVED_MODEL_NAME
 from shared.engines.engine import Engine, Launch, LoraCall, config_args, option_name, port_script, sets_option
+from shared.engines.sglang.series import SGLANG as SGLANG_SERIES
 
 VERSION: Final = "0.5.23"
 ENTRYPOINT: Final = ("python3", "-m", "sglang.launch_server")
@@ -138,4 +139,5 @@ SGLANG: Final = Engine(
     negatable_flags=NEGATABLE_FLAGS, served_name_key=CONFIG_KEY_SERVED_MODEL_NAME, entry_command=entry_command,
     worker_command=worker_command, worker_container=worker_container, drain_script=drain_script,
     runtime_lora_enabled=runtime_lora_enabled, lora_load_calls=lora_load_calls, lora_unload_calls=lora_unload_calls,
+    series=SGLANG_SERIES,
 )

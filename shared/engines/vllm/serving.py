@@ -16,6 +16,7 @@ from kubernetes.client import V1EnvVar
 from shared.constants import ENV_ALLOW_RUNTIME_LORA_UPDATING
 from shared.engine_config import CONFIG_KEY_SERVED_MODEL_NAME
 from shared.engines.engine import Engine, Launch, LoraCall, config_args, port_script
+from shared.engines.vllm.series import VLLM as VLLM_SERIES
 from shared.naming import ray_worker_container_name
 
 VERSION: Final = "0.33.0"
@@ -202,5 +203,5 @@ VLLM: Final = Engine(
     default_port=DEFAULT_PORT, negatable_flags=NEGATABLE_FLAGS, served_name_key=CONFIG_KEY_SERVED_MODEL_NAME,
     entry_command=entry_command, worker_command=worker_command, worker_container=ray_worker_container_name,
     drain_script=drain_script, runtime_lora_enabled=runtime_lora_enabled, lora_load_calls=lora_load_calls,
-    lora_unload_calls=lora_unload_calls,
+    lora_unload_calls=lora_unload_calls, series=VLLM_SERIES,
 )
