@@ -7,7 +7,8 @@ their names) in the reconciler's order. No child is printed unless every ModelBo
 children only: a rejection is reported on stderr, never as an object in the stream, since a v1 Status piped into
 `kubectl apply` is an object it tries to apply (`modelbooster validate -o json|yaml` is the report that holds
 one Status per rejection). Documents of other kinds are skipped and counted on stderr (`--other-kinds=error`
-refuses them).
+refuses them). Every input is judged and reported even when another is unusable (then nothing is printed, and the
+exit code is 2); inputs are read as `validate` reads them (modelbooster/manifests.py `select`).
 
 `--generation` picks the shape of Kthena's child CRDs the children are for (shared/autoscaling_generations.py):
 `v0.1` (default: the child CRDs this chart ships, Kthena v0.1.0's), `v0.2` (Kthena v0.2.0 to v0.4.0) or `v1.0`
@@ -110,16 +111,18 @@ def _run(args: argparse.Namespace) -> int:
     generation = Generation(args.generation)
     try:
         manifests, selection = read_inputs(args, inferno_group=None)
-        namespaced = several_namespaces(selection.modelboosters)  # before placing: "default" is not a choice
-        for manifest in selection.modelboosters:
-            _place(manifest.obj, namespace=args.namespace, where=f"{manifest.where}: ")
     except ManifestError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    note = selection.skipped_note(prog=PROG)
-    if note:
+    # Every input is judged and reported; stdout stays empty unless all of them render.
+    for problem in selection.unusable:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+    for note in selection.notes(prog=PROG):
         print(note, file=sys.stderr)
-    several = len(selection.modelboosters) > 1
+    namespaced = several_namespaces(selection.modelboosters)  # before placing: "default" is not a choice
+    for manifest in selection.modelboosters:
+        _place(manifest.obj)
+    several = len(selection.modelboosters) + len(selection.unusable) > 1
     one_source = len({manifest.source for manifest in manifests}) <= 1
     children: list[dict[str, Any]] = []
     failed = False
@@ -127,11 +130,10 @@ def _run(args: argparse.Namespace) -> int:
     for manifest in selection.modelboosters:
         where = manifest.where.split(": ", 1)[1] if one_source else manifest.where
         display = display_name(manifest.obj, namespaced=namespaced)
-        label = f"{where} ({display})"
+        label = f"{where} ({display})" if several else ""
         try:
-            booster = _parse_one(manifest, label=label if several else "")
-            children.extend(_synthesize_one(booster, settings=settings, generation=generation,
-                                            label=label if several else ""))  # fmt: skip
+            booster = _parse_one(manifest, label=label, name=label or display)
+            children.extend(_synthesize_one(booster, settings=settings, generation=generation, label=label))
         except _RenderFailed as error:
             failed = True
             print(str(error), file=sys.stderr)
@@ -141,6 +143,8 @@ def _run(args: argparse.Namespace) -> int:
         if errors:
             failed = True
             print(f"{label}:\n{format_denial(errors)}", file=sys.stderr)
+    if selection.unusable:
+        return EXIT_BAD_INPUT
     if failed:
         return EXIT_INVALID
     output = args.output or "yaml"
@@ -149,8 +153,9 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_RENDERED
 
 
-def _parse_one(manifest: Manifest, *, label: str) -> ModelBooster:
-    """The ModelBooster defaulted and validated as admission would, or _RenderFailed with the webhook's message."""
+def _parse_one(manifest: Manifest, *, label: str, name: str) -> ModelBooster:
+    """The ModelBooster defaulted and validated as admission would, or _RenderFailed with the webhook's message
+    under `name` (even a single object is named: a pipeline's log shows which one failed)."""
     prefix = f"{label}: " if label else ""
     defaulted = apply_defaults(manifest.obj)
     for warning in defaulted.warnings:
@@ -158,7 +163,7 @@ def _parse_one(manifest: Manifest, *, label: str) -> ModelBooster:
     try:
         return parse_defaulted(defaulted.obj)
     except ValidationFailed as error:
-        raise _RenderFailed(f"{label}:\n{error}" if label else str(error)) from None
+        raise _RenderFailed(f"{name}:\n{error}") from None
 
 
 def _synthesize_one(
@@ -194,20 +199,10 @@ def _without_undeclared(children: list[dict[str, Any]], *, generation: Generatio
     return children
 
 
-def _place(document: dict[str, Any], *, namespace: str | None, where: str) -> None:
-    """Give the ModelBooster the namespace and uid the API server would have."""
-    metadata = document.get("metadata")
-    if metadata is None:
-        metadata = document["metadata"] = {}
-    if not isinstance(metadata, dict):
-        raise ManifestError(f"{where}metadata is not an object")
-    own = metadata.get("namespace")
-    if own and namespace and own != namespace:
-        raise ManifestError(
-            f'{where}the namespace from the object "{own}" does not match the namespace "{namespace}" '
-            "given with --namespace"
-        )
-    metadata["namespace"] = own or namespace or DEFAULT_NAMESPACE
+def _place(document: dict[str, Any]) -> None:
+    """Give the ModelBooster the namespace (`-n` was given to those naming none) and uid the API server would."""
+    metadata = document["metadata"]  # an object: checked when the inputs were read
+    metadata["namespace"] = metadata.get("namespace") or DEFAULT_NAMESPACE
     if not metadata.get("uid"):
         metadata["uid"] = PLACEHOLDER_UID
 

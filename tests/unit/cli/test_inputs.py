@@ -98,4 +98,7 @@ def test_render_skips_other_kinds_and_counts_them(capsys: pytest.CaptureFixture[
     )
     code, out, err = run(capsys, render_cli, "-f", stream, "--other-kinds=error")
     assert (code, out) == (2, "")
-    assert err == f'modelbooster render: {stream}: document 1: kind is "Namespace", expected ModelBooster\n'
+    assert err == (
+        f'modelbooster render: {stream}: document 1: kind is "Namespace", expected ModelBooster\n'
+        f'modelbooster render: {stream}: document 3: kind is "Service", expected ModelBooster\n'
+    )

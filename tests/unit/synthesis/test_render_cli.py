@@ -166,7 +166,7 @@ def test_invalid_object_exits_1_with_the_webhooks_message(capsys: pytest.Capture
     code, out, err = _run(["-f", _write(tmp_path, doc)], capsys)
     assert code == 1
     assert out == ""
-    assert err.startswith("validation failed:\n  - spec.backends[0]")
+    assert err.startswith('ModelBooster "m":\nvalidation failed:\n  - spec.backends[0]')
     assert "minReplicas and maxReplicas must be equal when no autoscaling is set" in err
 
 
