@@ -11,9 +11,12 @@ refuses them). Every input is judged and reported even when another is unusable 
 exit code is 2); inputs are read as `validate` reads them (modelbooster/manifests.py `select`).
 
 `--generation` picks the shape of Kthena's child CRDs the children are for (shared/autoscaling_generations.py):
-`v0.1` (default: the child CRDs this chart ships, Kthena v0.1.0's), `v0.2` (Kthena v0.2.0 to v0.4.0) or `v1.0`
-(Kthena v1.0.0: no AutoscalingPolicyBinding; the policy holds the target). Fields that generation's CRDs do not
-declare are left out with a warning on stderr, as the reconciler does for the CRDs a cluster serves.
+`v0.1` (the child CRDs this chart ships, Kthena v0.1.0's), `v0.2` (Kthena v0.2.0 to v0.4.0) or `v1.0` (Kthena
+v1.0.0: no AutoscalingPolicyBinding; the policy holds the target); a release as users write it (`v0.3`, `1.0`)
+names its generation. Without it, each ModelBooster is rendered for the generation whose shape it is written in
+(`spec.backends` v0.1, a single backend with a replica range v0.2, with `replicas` v1.0: the cluster it was
+written for), said on stderr. Fields that generation's CRDs do not declare are left out with a warning on stderr,
+as the reconciler does for the CRDs a cluster serves.
 
 Two ModelBoosters of one namespace whose children would have the same name (`qwen-fixed` with a backend `cpu`
 and `qwen` with a backend `fixed-cpu`: both `qwen-fixed-cpu`) cannot both be applied: the later one in the input
@@ -27,8 +30,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from modelbooster.gc_pause import cycle_collection_paused
 from modelbooster.inputs import add_input_arguments, read_inputs
@@ -42,7 +45,8 @@ from reconciler.modelbooster.synthesis import (
     synthesize,
 )
 from shared.api.modelbooster import ModelBooster
-from shared.autoscaling_generations import DEFAULT_GENERATION, UNDECLARED_FIELDS, Generation
+from shared.autoscaling_generations import UNDECLARED_FIELDS, Generation, generation_of_release
+from shared.backend_shape import COUNT_FIELD, SINGLE_FIELD
 from shared.defaults import apply_defaults
 from shared.errors import ValidationFailed, format_denial
 from shared.name_collisions import Member, collisions
@@ -82,10 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--generation",
+        type=_generation,
         choices=[generation.value for generation in Generation],
-        default=DEFAULT_GENERATION.value,
         help="shape of Kthena's child CRDs in the target cluster: v0.1 (the CRDs this chart ships, Kthena v0.1.0), "
-        f"v0.2 (Kthena v0.2.0-v0.4.0), v1.0 (Kthena v1.0.0) (default: {DEFAULT_GENERATION.value})",
+        "v0.2 (Kthena v0.2.0-v0.4.0), v1.0 (Kthena v1.0.0); a release as written (v0.3, 0.4.0, v1, 1.0) names "
+        "its generation (default: the one whose ModelBooster shape the input has: spec.backends v0.1, "
+        "spec.backend with minReplicas/maxReplicas v0.2, with replicas v1.0; said on stderr)",
     )
     parser.add_argument(
         "--runtime-image", default=DEFAULT_RUNTIME_IMAGE, help=f"runtime sidecar image ({DEFAULT_RUNTIME_IMAGE})"
@@ -95,6 +101,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_DOWNLOADER_IMAGE,
         help=f"model downloader image ({DEFAULT_DOWNLOADER_IMAGE})",
     )
+
+
+def _generation(text: str) -> str:
+    """A release as users type it, as the generation it belongs to (argparse then checks the choices)."""
+    generation = generation_of_release(text)
+    return generation.value if generation is not None else text
+
+
+# The generation each ModelBooster shape was written for (shared/backend_shape.py), and how to say it.
+_SHAPES: Final = {
+    Generation.V0_1: "spec.backends",
+    Generation.V0_2: "spec.backend with minReplicas and maxReplicas",
+    Generation.V1_0: "spec.backend with replicas",
+}
+
+
+def fitting_generation(document: Mapping[str, Any]) -> Generation:
+    """The generation of Kthena whose ModelBooster shape the document has: the cluster it was written for."""
+    spec = document.get("spec")
+    backend = spec.get(SINGLE_FIELD) if isinstance(spec, Mapping) else None
+    if not isinstance(backend, Mapping):
+        return Generation.V0_1
+    return Generation.V1_0 if COUNT_FIELD in backend else Generation.V0_2
 
 
 class _RenderFailed(Exception):
@@ -108,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     settings = SynthesisSettings(runtime_image=args.runtime_image, downloader_image=args.downloader_image)
-    generation = Generation(args.generation)
+    chosen = Generation(args.generation) if args.generation else None
     try:
         manifests, selection = read_inputs(args, inferno_group=None)
     except ManifestError as error:
@@ -127,7 +156,9 @@ def _run(args: argparse.Namespace) -> int:
     children: list[dict[str, Any]] = []
     failed = False
     members: list[tuple[Member, str]] = []  # each ModelBooster that passed, and how messages name its document
+    fitted: dict[Generation, list[str]] = {}  # without --generation: each generation chosen, for whom
     for manifest in selection.modelboosters:
+        generation = chosen or fitting_generation(manifest.obj)
         where = manifest.where.split(": ", 1)[1] if one_source else manifest.where
         display = display_name(manifest.obj, namespaced=namespaced)
         label = f"{where} ({display})" if several else ""
@@ -139,6 +170,7 @@ def _run(args: argparse.Namespace) -> int:
             print(str(error), file=sys.stderr)
             continue
         members.append((Member(namespace=str(booster.metadata.namespace), display=display, booster=booster), label))
+        fitted.setdefault(generation, []).append(display)
     for (_, label), errors in zip(members, collisions([member for member, _ in members]), strict=True):
         if errors:
             failed = True
@@ -147,10 +179,28 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if failed:
         return EXIT_INVALID
+    if chosen is None:
+        _say_generations(fitted)
     output = args.output or "yaml"
     if children or output == "json":
         sys.stdout.write(format_children(children, output=output))
     return EXIT_RENDERED
+
+
+def _say_generations(fitted: Mapping[Generation, Sequence[str]]) -> None:
+    """Which child CRDs the children were rendered for when `--generation` did not say, and why."""
+    several = len(fitted) > 1
+    for generation, displays in fitted.items():
+        whom = f" for {', '.join(displays)}" if several else ""
+        print(
+            f"{PROG}: children{whom} for the child CRDs of {generation.releases} (--generation "
+            f"{generation.value}), the generation whose ModelBooster shape the input has ({_SHAPES[generation]}); "
+            "--generation picks another",
+            file=sys.stderr,
+        )
+    if several:
+        print(f"Warning: the inputs are written for {len(fitted)} generations of Kthena, and a cluster serves one; "
+              "--generation renders them all for it", file=sys.stderr)  # fmt: skip
 
 
 def _parse_one(manifest: Manifest, *, label: str, name: str) -> ModelBooster:

@@ -180,6 +180,7 @@ def test_the_cli_and_its_status_report_list_them_all(
     validate_cli.add_arguments(parser)
     assert validate_cli.run(parser.parse_args(["-f", str(source)])) == 1
     assert capsys.readouterr().err == (
+        'ModelBooster "m":\n'
         f"validation failed:\n  - spec.backends[0].workers[0].resources.limits[memory]: {EIGHT_GB}\n  - {BEHAVIOR}\n"
     )
     assert validate_cli.run(parser.parse_args(["-f", str(source), "-o", "json"])) == 1

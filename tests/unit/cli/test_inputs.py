@@ -89,7 +89,7 @@ def test_render_skips_other_kinds_and_counts_them(capsys: pytest.CaptureFixture[
     stream = write(
         tmp_path / "all.yaml", {"apiVersion": "v1", "kind": "Namespace"}, GOOD, {"apiVersion": "v1", "kind": "Service"}
     )
-    code, out, err = run(capsys, render_cli, "-f", stream, "-o", "name")
+    code, out, err = run(capsys, render_cli, "-f", stream, "-o", "name", "--generation", "v0.1")
     assert code == 0
     assert out.split()[-1] == "modelroute.networking.serving.volcano.sh/good"
     assert err == (

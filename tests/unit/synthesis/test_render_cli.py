@@ -297,6 +297,40 @@ def test_the_generation_option_picks_kthenas_autoscaling_shape(capsys: pytest.Ca
 
 def test_an_unknown_generation_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        _run(["-f", str(EXAMPLES / "backend-autoscaling.yaml"), "--generation", "v0.3"], capsys)
+        _run(["-f", str(EXAMPLES / "backend-autoscaling.yaml"), "--generation", "v0.5"], capsys)
     assert exited.value.code == 2
-    assert "invalid choice: 'v0.3'" in capsys.readouterr().err
+    assert "invalid choice: 'v0.5'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("release", "generation"),
+    [("v0.3", "v0.2"), ("v0.4", "v0.2"), ("0.4.0", "v0.2"), ("v0.1.0", "v0.1"), ("v1", "v1.0"), ("1.0", "v1.0"),
+     ("V1.0.0", "v1.0")],
+)
+def test_a_release_as_users_write_it_names_its_generation(
+    release: str, generation: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = str(EXAMPLES / "backend-autoscaling.yaml")
+    assert _run(["-f", example, "--generation", release], capsys)[:2] == _run(
+        ["-f", example, "--generation", generation], capsys
+    )[:2]
+
+
+@pytest.mark.parametrize(
+    ("example", "generation", "shape"),
+    [
+        ("backend-autoscaling.yaml", "v0.1", "Kthena v0.1.0 (and the child CRDs this chart ships)"),
+        ("single-backend-autoscaling-kthena-v04.yaml", "v0.2", "Kthena v0.2.0 to v0.4.0"),
+        ("single-backend-kthena-v1.yaml", "v1.0", "Kthena v1.0.0"),
+    ],
+)
+def test_without_generation_the_inputs_shape_picks_it_and_says_so(
+    example: str, generation: str, shape: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = str(EXAMPLES / example)
+    code, out, err = _run(["-f", source], capsys)
+    assert code == 0
+    assert out == _run(["-f", source, "--generation", generation], capsys)[1]
+    assert f"modelbooster render: children for the child CRDs of {shape} (--generation {generation})" in err
+
+
