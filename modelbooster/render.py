@@ -29,6 +29,7 @@ are another's of the input) or cannot be synthesized; 2 an input or the argument
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -47,6 +48,7 @@ from reconciler.modelbooster.synthesis import (
 from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import UNDECLARED_FIELDS, Generation, generation_of_release
 from shared.backend_shape import COUNT_FIELD, SINGLE_FIELD
+from shared.constants import LABEL_MODEL_UID
 from shared.defaults import apply_defaults
 from shared.errors import ValidationFailed, format_denial
 from shared.name_collisions import Member, collisions
@@ -62,8 +64,10 @@ EXIT_CODES = {
 }
 
 DEFAULT_NAMESPACE = "default"
-# Children select and own by the ModelBooster's uid, which only the API server assigns.
+# Children select and own by the ModelBooster's uid, which only the API server assigns. Synthesis runs with this
+# one when the input has none; the children printed then carry no owner reference and a stand-in (`_unowned`).
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
+UNOWNED_PREFIX = "unowned-"
 
 PROG = "modelbooster render"
 
@@ -149,8 +153,7 @@ def _run(args: argparse.Namespace) -> int:
     for note in selection.notes(prog=PROG):
         print(note, file=sys.stderr)
     namespaced = several_namespaces(selection.modelboosters)  # before placing: "default" is not a choice
-    for manifest in selection.modelboosters:
-        _place(manifest.obj)
+    unowned = 0
     several = len(selection.modelboosters) + len(selection.unusable) > 1
     one_source = len({manifest.source for manifest in manifests}) <= 1
     children: list[dict[str, Any]] = []
@@ -162,9 +165,13 @@ def _run(args: argparse.Namespace) -> int:
         where = manifest.where.split(": ", 1)[1] if one_source else manifest.where
         display = display_name(manifest.obj, namespaced=namespaced)
         label = f"{where} ({display})" if several else ""
+        owned = bool(manifest.obj["metadata"].get("uid"))
+        _place(manifest.obj)
         try:
             booster = _parse_one(manifest, label=label, name=label or display)
-            children.extend(_synthesize_one(booster, settings=settings, generation=generation, label=label))
+            rendered = _synthesize_one(booster, settings=settings, generation=generation, label=label)
+            children.extend(rendered if owned else _unowned(rendered, booster=booster))
+            unowned += not owned
         except _RenderFailed as error:
             failed = True
             print(str(error), file=sys.stderr)
@@ -181,6 +188,8 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     if chosen is None:
         _say_generations(fitted)
+    if unowned:
+        print(UNOWNED_NOTE, file=sys.stderr)
     output = args.output or "yaml"
     if children or output == "json":
         sys.stdout.write(format_children(children, output=output))
@@ -247,6 +256,35 @@ def _without_undeclared(children: list[dict[str, Any]], *, generation: Generatio
                     file=sys.stderr,
                 )
     return children
+
+
+UNOWNED_NOTE = (
+    f"{PROG}: a ModelBooster without metadata.uid: its children carry no owner reference (the garbage collector "
+    f"deletes children whose owner does not exist) and {LABEL_MODEL_UID}: {UNOWNED_PREFIX}<digest> where the uid "
+    "would be. Once the ModelBooster is created, the reconciler adopts them: it adds its owner reference and its uid "
+    "label to each and keeps the ModelServing's pod template as it runs (no restart), so the ModelServer it writes "
+    "selects the pods by the uid only after a rollout (modelbooster rollout). To render them owned: kubectl get "
+    "modelbooster NAME -o yaml | modelbooster render -f -"
+)
+
+
+def _unowned(children: list[dict[str, Any]], *, booster: ModelBooster) -> list[dict[str, Any]]:
+    """The children of a ModelBooster the API server has not seen: without an owner reference (one naming a uid
+    no object has is deleted by the garbage collector), and with a stand-in of the model's own for the uid in
+    labels and selectors (a shared one would let one model's ModelServer select another's pods)."""
+    key = f"{booster.metadata.namespace}/{booster.metadata.name}".encode()
+    standin = UNOWNED_PREFIX + hashlib.sha256(key).hexdigest()[:16]
+    for child in children:
+        child["metadata"].pop("ownerReferences", None)
+    return [_replaced(child, PLACEHOLDER_UID, standin) for child in children]
+
+
+def _replaced(value: Any, old: str, new: str) -> Any:
+    if isinstance(value, dict):
+        return {key: _replaced(item, old, new) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item, old, new) for item in value]
+    return new if value == old else value
 
 
 def _place(document: dict[str, Any]) -> None:

@@ -94,7 +94,7 @@ def test_render_skips_other_kinds_and_counts_them(capsys: pytest.CaptureFixture[
     assert out.split()[-1] == "modelroute.networking.serving.volcano.sh/good"
     assert err == (
         "modelbooster render: skipped 2 documents of other kinds (1 Namespace, 1 Service); "
-        "--other-kinds=error refuses them\n"
+        "--other-kinds=error refuses them\n" + render_cli.UNOWNED_NOTE + "\n"
     )
     code, out, err = run(capsys, render_cli, "-f", stream, "--other-kinds=error")
     assert (code, out) == (2, "")

@@ -137,11 +137,12 @@ def test_namespace_flag_conflicting_with_the_object_is_a_usage_error(
     assert 'the namespace from the object "ns" does not match the namespace "other"' in err
 
 
-def test_placeholder_uid_unless_given(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_no_owner_reference_unless_the_uid_is_given(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # A reference to a uid no object has is garbage-collected (tests/reconciler/test_rendered_children.py).
     _, out, _ = _run(["-f", _write(tmp_path, _no_namespace())], capsys)
     child = next(yaml.safe_load_all(out))
-    assert child["metadata"]["labels"][LABEL_MODEL_UID] == "00000000-0000-0000-0000-000000000000"
-    assert child["metadata"]["ownerReferences"][0]["uid"] == "00000000-0000-0000-0000-000000000000"
+    assert child["metadata"]["labels"][LABEL_MODEL_UID].startswith("unowned-")
+    assert "ownerReferences" not in child["metadata"]
     _, out, _ = _run(["-f", _write(tmp_path, vllm_doc())], capsys)
     assert next(yaml.safe_load_all(out))["metadata"]["ownerReferences"][0]["uid"] == vllm_doc()["metadata"]["uid"]
 
@@ -241,7 +242,7 @@ def test_the_generation_option_picks_kthenas_autoscaling_shape(capsys: pytest.Ca
     code, default_out, _ = _run(["-f", example], capsys)
     assert code == 0
     code, v01_out, err = _run(["-f", example, "--generation", "v0.1"], capsys)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, render_cli.UNOWNED_NOTE + "\n")
     assert v01_out == default_out  # the default is the shape of the CRDs we ship
     v01 = dict(_kinds_and_specs(v01_out))
     scaling = v01["AutoscalingPolicyBinding"]["scalingConfiguration"]
@@ -268,7 +269,7 @@ def test_the_generation_option_picks_kthenas_autoscaling_shape(capsys: pytest.Ca
     assert "topologySpreadConstraints" not in v02["ModelServing"]
     assert err == (
         "Warning: spec.topologySpreadConstraints of ModelServing is not in the CRD of Kthena v0.2.0 to v0.4.0; "
-        "left out (the API server would drop it)\n"
+        "left out (the API server would drop it)\n" + render_cli.UNOWNED_NOTE + "\n"
     )
 
     code, v10_out, _ = _run(["-f", example, "--generation", "v1.0"], capsys)
