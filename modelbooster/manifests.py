@@ -91,18 +91,10 @@ class Selection:
         return f"{prog}: skipped {count} {noun} of other kinds ({kinds}); --other-kinds=error refuses them"
 
 
-def load_manifests(
-    arguments: Sequence[str],
-    *,
-    recursive: bool = False,
-    stdin: BinaryIO | None = None,
-    limits: ReadLimits = DEFAULT_LIMITS,
-    source_limits: SourceLimits | None = None,
-) -> list[Manifest]:
+def load_manifests(arguments: Sequence[str], *, source_limits: SourceLimits | None = None) -> list[Manifest]:
     """Every object of every input the `-f` arguments name (see modelbooster/sources.py), in order; the first
     unusable input is a ManifestError."""
-    manifests, unusable = load_each(arguments, recursive=recursive, stdin=stdin, limits=limits,
-                                    source_limits=source_limits)  # fmt: skip
+    manifests, unusable = load_each(arguments, source_limits=source_limits)
     if unusable:
         raise ManifestError(unusable[0])
     return manifests

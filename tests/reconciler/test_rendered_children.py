@@ -53,17 +53,23 @@ def test_children_rendered_without_a_uid_have_no_owner_and_a_stand_in_of_their_o
     assert "adopts" not in err
 
 
+def applied_then_created(
+    cluster: Cluster, fake: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[dict[str, Any], str]:
+    """`render | kubectl apply -f -`, then the ModelBooster created: the ModelServing as applied, and the uid."""
+    obj = booster("m")
+    children, _ = rendered(obj, tmp_path, capsys)
+    for child in children:
+        fake.create(copy.deepcopy(child))
+    applied = cluster.get(MODEL_SERVING, "m-a") or {}
+    return applied, str(cluster.create_booster(obj)["metadata"]["uid"])
+
+
 async def test_the_reconciler_adopts_rendered_children_without_changing_a_pod_template(
     cluster: Cluster, fake: FakeApiServer, reconciler: RunningReconciler, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    obj = booster("m")
-    children, _ = rendered(obj, tmp_path, capsys)
-    for child in children:  # kubectl apply -f -
-        fake.create(copy.deepcopy(child))
-    applied = cluster.get(MODEL_SERVING, "m-a") or {}
-    created = cluster.create_booster(obj)
-    uid = created["metadata"]["uid"]
+    applied, uid = applied_then_created(cluster, fake, tmp_path, capsys)
 
     def owners() -> list[list[tuple[str, bool]]]:
         refs = [((cluster.get(kind, name) or {})["metadata"].get("ownerReferences") or [])
@@ -92,11 +98,7 @@ async def test_the_adopted_model_server_selects_the_running_pods(
     cluster: Cluster, fake: FakeApiServer, reconciler: RunningReconciler, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    obj = booster("m")
-    children, _ = rendered(obj, tmp_path, capsys)
-    for child in children:
-        fake.create(copy.deepcopy(child))
-    uid = cluster.create_booster(obj)["metadata"]["uid"]
+    _, uid = applied_then_created(cluster, fake, tmp_path, capsys)
     await eventually(lambda: cluster.condition("m", "Initialized") == "True", message="Initialized")
     await quiet(0.3)
     selector = (cluster.get(MODEL_SERVER, "m-a") or {})["spec"]["workloadSelector"]["matchLabels"]

@@ -3,7 +3,6 @@ ones, `-n` on validate, `kubectl get -o yaml` output with status, an object give
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -12,24 +11,10 @@ import yaml
 
 from modelbooster import render as render_cli
 from modelbooster import validate as validate_cli
+from tests.unit.cli.test_inputs import BAD, GOOD, run, write
 from tests.unit.factories import backend, modelbooster
 
-GOOD = modelbooster(name="good")
-BAD = modelbooster(backend(type="MindIE"), name="bad")
 COMMANDS = [validate_cli, render_cli]
-
-
-def run(capsys: pytest.CaptureFixture[str], module: Any, *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog=f"modelbooster {module.__name__.rsplit('.', 1)[1]}")
-    module.add_arguments(parser)
-    code = module.run(parser.parse_args(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def write(path: Path, *documents: Any) -> str:
-    path.write_text(yaml.safe_dump_all(documents, sort_keys=False), encoding="utf-8")
-    return str(path)
 
 
 def prog(module: Any) -> str:
