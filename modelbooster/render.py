@@ -259,11 +259,10 @@ def _without_undeclared(children: list[dict[str, Any]], *, generation: Generatio
 
 
 UNOWNED_NOTE = (
-    f"{PROG}: a ModelBooster without metadata.uid: its children carry no owner reference (the garbage collector "
-    f"deletes children whose owner does not exist) and {LABEL_MODEL_UID}: {UNOWNED_PREFIX}<digest> where the uid "
-    "would be. Once the ModelBooster is created, the reconciler adopts them: it adds its owner reference and its uid "
-    "label to each and keeps the ModelServing's pod template as it runs (no restart), so the ModelServer it writes "
-    "selects the pods by the uid only after a rollout (modelbooster rollout). To render them owned: kubectl get "
+    f"{PROG}: no metadata.uid, so the children carry no owner reference (the garbage collector deletes children "
+    f"whose owner does not exist) and {LABEL_MODEL_UID}: {UNOWNED_PREFIX}<digest>; once the ModelBooster is "
+    "created, the reconciler adopts them: it adds its owner reference and uid label without restarting pods, and its "
+    "ModelServer finds those pods after a rollout (modelbooster rollout). Owned children from the start: kubectl get "
     "modelbooster NAME -o yaml | modelbooster render -f -"
 )
 
