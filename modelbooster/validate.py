@@ -90,8 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n",
         "--namespace",
-        help="namespace of the objects that name none (two of one name there are one object); one that names "
-        "another is an error, as with kubectl",
+        help="namespace of the objects that name none; one that names another is an error, as with kubectl",
     )
     parser.add_argument(
         "-o",
