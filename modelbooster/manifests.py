@@ -168,7 +168,7 @@ def select(
             del manifest.obj["status"]
             selection.status_ignored += 1
         key = _identity(manifest.obj)
-        first = seen.setdefault(key, manifest)
+        first = seen.setdefault(key, manifest) if key[3] else manifest  # nameless: each is refused on its own
         if first is not manifest:
             if first.obj == manifest.obj:
                 selection.repeated += 1

@@ -174,3 +174,12 @@ def test_a_url_is_said_to_be_unsupported(module: Any, capsys: pytest.CaptureFixt
         f"{prog(module)}: {url}: is a URL, and only files, directories and - (stdin) are read; fetch it first: "
         f"curl -fsSL '{url}' | ... -f -\n"
     )
+
+
+def test_objects_without_a_name_are_each_judged_not_taken_for_copies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    nameless = [{**modelbooster(name="x"), "metadata": {}}, {**modelbooster(backend("b"), name="x"), "metadata": {}}]
+    code, out, err = run(capsys, validate_cli, "-f", write(tmp_path / "m.yaml", *nameless))
+    assert (code, err) == (0, "")
+    assert out.count("ModelBooster (no name): valid") == 2
