@@ -21,6 +21,13 @@ def prog(module: Any) -> str:
     return f"modelbooster {module.__name__.rsplit('.', 1)[1]}"
 
 
+def refused(capsys: pytest.CaptureFixture[str], module: Any, *argv: str) -> str:
+    """What stderr says of an input that cannot be used (exit 2, nothing on stdout)."""
+    code, out, err = run(capsys, module, *argv)
+    assert (code, out) == (2, "")
+    return err
+
+
 def unowned(module: Any) -> str:
     """What render says of children rendered without the owner's uid (tests/reconciler/test_rendered_children.py)."""
     return render_cli.UNOWNED_NOTE + "\n" if module is render_cli else ""
@@ -40,9 +47,7 @@ def test_a_misspelt_kind_of_our_group_is_an_error_with_a_did_you_mean(
     module: Any, kind: str, meant: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     source = write(tmp_path / "m.yaml", {**modelbooster(name="m"), "kind": kind})
-    code, out, err = run(capsys, module, "-f", source)
-    assert (code, out) == (2, "")
-    assert err == (
+    assert refused(capsys, module, "-f", source) == (
         f'{prog(module)}: {source}: document 1: kind "{kind}" is not served by '
         f'workload.serving.volcano.sh/v1alpha1; did you mean "{meant}"?\n'
     )
@@ -56,9 +61,7 @@ def test_a_misspelt_inferno_kind_is_an_error_and_an_unknown_one_lists_the_kinds(
         {"apiVersion": "inferno.platform.ai/v1alpha1", "kind": "Acelerator", "metadata": {"name": "a"}},
         {"apiVersion": "inferno.platform.ai/v1alpha1", "kind": "Widget", "metadata": {"name": "w"}},
     )
-    code, out, err = run(capsys, validate_cli, "-f", source)
-    assert (code, out) == (2, "")
-    assert err == (
+    assert refused(capsys, validate_cli, "-f", source) == (
         f'modelbooster validate: {source}: document 1: kind "Acelerator" is not served by '
         'inferno.platform.ai/v1alpha1; did you mean "Accelerator"?\n'
         f'modelbooster validate: {source}: document 2: kind "Widget" is not served by inferno.platform.ai/v1alpha1; '
@@ -88,8 +91,7 @@ def test_render_judges_every_input_and_prints_no_child_when_one_is_unusable(
 ) -> None:
     good, bad = write(tmp_path / "good.yaml", GOOD), write(tmp_path / "bad.yaml", BAD)
     missing = str(tmp_path / "missing.yaml")
-    code, out, err = run(capsys, render_cli, "-f", good, "-f", missing, "-f", bad)
-    assert (code, out) == (2, "")
+    err = refused(capsys, render_cli, "-f", good, "-f", missing, "-f", bad)
     assert f"modelbooster render: {missing}: no such file\n" in err
     assert f'{bad}: document 1 (ModelBooster "bad"):\nvalidation failed:\n' in err
 
@@ -106,9 +108,7 @@ def test_validate_takes_a_namespace_as_kubectl_does(capsys: pytest.CaptureFixtur
     code, out, _ = run(capsys, validate_cli, "-f", source, "-n", "team-a", "-o", "yaml")
     assert (code, yaml.safe_load(out)["metadata"]["namespace"]) == (0, "team-a")
     other = write(tmp_path / "other.yaml", {**GOOD, "metadata": {"name": "good", "namespace": "team-b"}})
-    code, out, err = run(capsys, validate_cli, "-f", other, "--namespace", "team-a")
-    assert (code, out) == (2, "")
-    assert err == (
+    assert refused(capsys, validate_cli, "-f", other, "--namespace", "team-a") == (
         f'modelbooster validate: {other}: document 1: the namespace from the object "team-b" does not match the '
         'namespace "team-a" given with --namespace\n'
     )
@@ -165,17 +165,6 @@ def test_the_same_object_twice_with_other_content_is_refused(
     )
 
 
-@pytest.mark.parametrize("module", COMMANDS)
-def test_a_url_is_said_to_be_unsupported(module: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    url = "https://example.com/model.yaml"
-    code, out, err = run(capsys, module, "-f", url)
-    assert (code, out) == (2, "")
-    assert err == (
-        f"{prog(module)}: {url}: is a URL, and only files, directories and - (stdin) are read; fetch it first: "
-        f"curl -fsSL '{url}' | ... -f -\n"
-    )
-
-
 def test_objects_without_a_name_are_each_judged_not_taken_for_copies(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -183,3 +172,13 @@ def test_objects_without_a_name_are_each_judged_not_taken_for_copies(
     code, out, err = run(capsys, validate_cli, "-f", write(tmp_path / "m.yaml", *nameless))
     assert (code, err) == (0, "")
     assert out.count("ModelBooster (no name): valid") == 2
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_a_url_is_said_to_be_unsupported(module: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    url = "https://example.com/model.yaml"
+    assert refused(capsys, module, "-f", url) == (
+        f"{prog(module)}: {url}: is a URL, and only files, directories and - (stdin) are read; fetch it first: "
+        f"curl -fsSL '{url}' | ... -f -\n"
+    )
+
