@@ -30,10 +30,11 @@ _modelbooster() {
             case "$prev" in
                 -f|--filename) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --other-kinds) COMPREPLY=($(compgen -W "skip error" -- "$cur")); return ;;
+                -n|--namespace) COMPREPLY=(); return ;;
                 -o|--output) COMPREPLY=($(compgen -W "yaml json name" -- "$cur")); return ;;
                 --old) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help -f --filename -R --recursive --other-kinds -o --output --old" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "-h --help -f --filename -R --recursive --other-kinds -n --namespace -o --output --old" -- "$cur")) ;;
         crds)
             case "$prev" in
                 -o|--output) COMPREPLY=($(compgen -W "yaml json" -- "$cur")); return ;;

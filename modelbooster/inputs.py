@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 
-from modelbooster.manifests import Manifest, Selection, load_manifests, select
+from modelbooster.manifests import Manifest, Selection, load_each, select
 
 OTHER_KINDS = ("skip", "error")
 
@@ -31,7 +32,18 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
     )
 
 
-def read_inputs(args: argparse.Namespace, *, inferno_group: str | None) -> tuple[list[Manifest], Selection]:
-    """Every object read, and those the command acts on (ManifestError when an input is unusable)."""
-    manifests = load_manifests(args.filename, recursive=args.recursive)
-    return manifests, select(manifests, inferno_group=inferno_group, other_kinds=args.other_kinds)
+def read_inputs(
+    args: argparse.Namespace, *, inferno_group: str | None, known_kinds: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[Manifest], Selection]:
+    """Every object read, and those the command acts on; `Selection.unusable` says which inputs and documents
+    cannot be used (a ManifestError only when the `-f` arguments themselves cannot be expanded)."""
+    manifests, unusable = load_each(args.filename, recursive=args.recursive)
+    selection = select(
+        manifests,
+        inferno_group=inferno_group,
+        other_kinds=args.other_kinds,
+        known_kinds=known_kinds,
+        namespace=getattr(args, "namespace", None),
+    )
+    selection.unusable[:0] = unusable
+    return manifests, selection

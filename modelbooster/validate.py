@@ -5,7 +5,10 @@ webhook would); with `--old`, as an UPDATE of the stored object, so unchanged fi
 warnings, not errors. Inferno objects (`inferno.platform.ai`) get the checks the reconciler's Inferno
 controller applies (shared/inferno_validation.py): each object against its model, then the objects of each
 namespace together (names unique, every Server's class, model and accelerator defined among them).
-Documents of other kinds are skipped and counted on stderr (`--other-kinds=error` refuses them). Two
+Documents of other kinds are skipped and counted on stderr (`--other-kinds=error` refuses them); a kind our
+groups do not have (`ModelBoster`) is an unusable document, with a did-you-mean. Every input is judged, even when
+another is unusable; the exit code is the worst verdict. A `status` (`kubectl get -o yaml`) is ignored, said once;
+an object given twice is judged once (refused when the copies differ). Two
 ModelBoosters of one namespace whose children would have the same name cannot both be applied: the later one in
 the input is rejected, naming the other (shared/name_collisions.py).
 
@@ -67,10 +70,28 @@ NOT_RECONCILED = (
 )
 
 PROG = "modelbooster validate"
+# The exit code of a run is its worst verdict: an unusable input, then a rejection, then an object the reconciler
+# will not act on, then a valid one.
+_SEVERITY = (EXIT_VALID, EXIT_NOT_RECONCILED, EXIT_INVALID, EXIT_BAD_INPUT)
+INFERNO_KINDS = {
+    inferno_api.GROUP: (
+        inferno_api.KIND_ACCELERATOR,
+        inferno_api.KIND_MODEL,
+        inferno_api.KIND_SERVICE_CLASS,
+        inferno_api.KIND_SERVER,
+        inferno_api.KIND_CAPACITY,
+        inferno_api.KIND_OPTIMIZER,
+    )
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_input_arguments(parser, what="ModelBooster and Inferno manifests")
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        help="namespace of the objects that name none; one that names another is an error, as with kubectl",
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -95,15 +116,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        manifests, selection = read_inputs(args, inferno_group=inferno_api.GROUP)
+        manifests, selection = read_inputs(args, inferno_group=inferno_api.GROUP, known_kinds=INFERNO_KINDS)
         old = _load_old(args.old, new=[m.obj for m in selection.modelboosters]) if args.old else None
     except ManifestError as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    note = selection.skipped_note(prog=PROG)
-    if note:
+    # An unusable input is reported, and every other one still judged (the exit code is the worst verdict).
+    for problem in selection.unusable:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+    for note in selection.notes(prog=PROG):
         print(note, file=sys.stderr)
-    checked = len(selection.modelboosters) + len(selection.inferno)
+    checked = len(selection.modelboosters) + len(selection.inferno) + len(selection.unusable)
     labels = _Labels(
         manifests,
         several=checked > 1,
@@ -111,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     printed: dict[int, dict[str, Any]] = {}  # by position in the input, so output keeps the input's order
     position = {id(manifest): index for index, manifest in enumerate(manifests)}
-    verdicts: list[int] = [EXIT_VALID]
+    verdicts: list[int] = [EXIT_BAD_INPUT if selection.unusable else EXIT_VALID]
     checks = [_check_modelbooster(manifest, old=old) for manifest in selection.modelboosters]
     _add_collisions(checks, labels=labels)
     for check in checks:
@@ -127,8 +150,7 @@ def _run(args: argparse.Namespace) -> int:
             objects = [obj for obj in objects if obj.get("kind") != "Status"]
         if objects:
             sys.stdout.write(format_objects(objects, output=args.output))
-    # A rejection outweighs an object the reconciler will not act on, which outweighs a valid one.
-    return EXIT_INVALID if EXIT_INVALID in verdicts else max(verdicts)
+    return max(verdicts, key=_SEVERITY.index)
 
 
 class _Labels:
@@ -194,8 +216,7 @@ def _report_modelbooster(check: _Checked, *, labels: _Labels, output: str | None
     for warning in [*check.defaulted.warnings, *carried_warnings(check.carried)]:
         print(f"Warning: {label}{warning}", file=sys.stderr)
     if check.errors:
-        if labels.several:
-            print(f"{labels.header(manifest)}:", file=sys.stderr)
+        print(f"{labels.header(manifest) if labels.several else labels.display(document)}:", file=sys.stderr)
         print(format_denial(check.errors), file=sys.stderr)
         return EXIT_INVALID, denial_status(document, display=labels.display(document), errors=check.errors)
     if check.carried:
@@ -250,8 +271,7 @@ def _validate_inferno(
         found = issues.get(id(manifest))
         if found:
             message = "\n".join(["validation failed:", *(f"  - {issue.path}: {issue.message}" for issue in found)])
-            if labels.several:
-                print(f"{labels.header(manifest, kind=kind)}:", file=sys.stderr)
+            print(f"{labels.header(manifest, kind=kind) if labels.several else display}:", file=sys.stderr)
             print(message, file=sys.stderr)
             causes = [{"reason": "FieldValueInvalid", "message": issue.message, "field": issue.path} for issue in found]
             results.append((manifest, invalid_status(manifest.obj, display=display, message=message, causes=causes)))
@@ -272,7 +292,10 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 def _load_old(source: str, *, new: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The one stored object, which must be the same ModelBooster as a document being validated."""
-    documents = [m.obj for m in select(load_manifests([source]), inferno_group=None, other_kinds="error").modelboosters]
+    selection = select(load_manifests([source]), inferno_group=None, other_kinds="error")
+    if selection.unusable:
+        raise ManifestError(selection.unusable[0])
+    documents = [m.obj for m in selection.modelboosters]
     name = source_name(source)
     if len(documents) != 1:
         raise ManifestError(f"{name}: holds {len(documents)} objects, expected exactly one (the stored ModelBooster)")

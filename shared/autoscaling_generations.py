@@ -50,6 +50,23 @@ _RELEASES: Final = {
 }
 # The shape of the child CRDs we ship (charts/modelbooster/charts/child-crds).
 DEFAULT_GENERATION: Final = Generation.V0_1
+# Each Kthena release as users write it (`v0.4.0`, `v0.3`, `1.0`, `v1`), and the generation of its child CRDs.
+_RELEASE_GENERATIONS: Final = {
+    "0.1": Generation.V0_1,
+    "0.2": Generation.V0_2,
+    "0.3": Generation.V0_2,
+    "0.4": Generation.V0_2,
+    "1": Generation.V1_0,
+    "1.0": Generation.V1_0,
+}
+
+
+def generation_of_release(name: str) -> Generation | None:
+    """The generation of a Kthena release as users type it (`v0.3`, `0.4.0`, `v1`, `1.0`), or None."""
+    text = name.strip().lower().removeprefix("v")
+    if text.endswith(".0") and text.count(".") == 2:
+        text = text[: -len(".0")]
+    return _RELEASE_GENERATIONS.get(text)
 
 # Fields our children carry that a generation's CRDs do not declare: the API server drops them on write.
 UNDECLARED_FIELDS: Final[Mapping[Generation, Mapping[str, tuple[tuple[str, ...], ...]]]] = {

@@ -20,7 +20,7 @@ from shared.fieldpath import BadFieldPath, parse
 from shared.gotext import go_quote
 from shared.json_values import NOT_JSON, not_json_details
 from shared.offered_values import supported_values_detail
-from shared.quantity import PATTERN_MESSAGE, pattern_message
+from shared.quantity import PATTERN_MESSAGE, TYPE_MESSAGE, pattern_message, type_message
 from shared.schema import structural_schema
 from shared.spelling import closest, did_you_mean
 
@@ -202,7 +202,10 @@ def _field_error(detail: ErrorDetails, *, path: str, node: Mapping[str, Any]) ->
     if kind == "extra_forbidden":
         return FieldError(path=path, type="Forbidden", detail="field not declared in schema")
     if kind in _TYPE_NAMES:
-        return FieldError(path=path, type="Invalid", value=value, detail=f"must be of type {_TYPE_NAMES[kind]}")
+        detail_text = f"must be of type {_TYPE_NAMES[kind]}"
+        if path == "spec.backends" and isinstance(value, Mapping):  # one backend written under the list's name
+            detail_text += ": a list of backends (`- name: ...`); one backend alone is written as spec.backend"
+        return FieldError(path=path, type="Invalid", value=value, detail=detail_text)
     if kind in ("literal_error", "enum"):
         allowed = [str(option) for option in node.get("enum") or []]
         return FieldError(path=path, type="NotSupported", value=value, detail=supported_values_detail(value, allowed))
@@ -236,6 +239,8 @@ def _field_error(detail: ErrorDetails, *, path: str, node: Mapping[str, Any]) ->
     if kind == "value_error":
         message = str(context.get("error", detail["msg"]))
         if message == PATTERN_MESSAGE:  # decided in native code, without the value: say what it likely means
-            message = pattern_message(value)
+            message = pattern_message(value, path=path)
+        elif message == TYPE_MESSAGE:
+            message = type_message(path)
         return FieldError(path=path, type="Invalid", value=value, detail=message)
     return FieldError(path=path, type="Invalid", value=value, detail=detail["msg"])

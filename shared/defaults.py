@@ -24,6 +24,7 @@ from shared.api.modelbooster import (
     DEFAULT_WORKER_TYPE,
 )
 from shared.backend_shape import list_autoscaling
+from shared.resources import needs_equal_limit
 
 
 @dataclass
@@ -100,6 +101,7 @@ def _default_worker(worker: dict[str, Any], *, path: str, at: str, into: Default
     # An explicit `replicas: 0` is kept: a role with no replicas is a legitimate (if idle) choice.
     _set_absent(worker, "replicas", DEFAULT_WORKER_REPLICAS, at=at, into=into)
     _set_absent(worker, "pods", DEFAULT_WORKER_PODS, at=at, into=into)
+    _default_limits(worker.get("resources"), path=f"{path}.resources", at=f"{at}/resources", into=into)
     pods = worker["pods"]
     if isinstance(pods, (int, float)) and not isinstance(pods, bool) and pods == 0:
         # A role instance always has its entry pod; 0 made the reference emit `workerReplicas: -1`.
@@ -109,6 +111,43 @@ def _default_worker(worker: dict[str, Any], *, path: str, at: str, into: Default
             f"{path}.pods: 0 is not a valid pod count (every replica has at least its entry pod); "
             f"set to {DEFAULT_WORKER_PODS}"
         )
+
+
+def _default_limits(resources: object, *, path: str, at: str, into: Defaulted) -> None:
+    """An extended resource or huge pages requested without a limit get the request as the limit, the only value
+    Kubernetes allows (it refuses such a container: "Limit must be set for non overcommitable resources"). Kthena
+    admits such a worker, and its pods never start; we admit it and they do (docs/design/api.md §6)."""
+    if not isinstance(resources, dict) or not isinstance(resources.get("requests"), dict):
+        return
+    requests, limits = resources["requests"], resources.get("limits")
+    if limits is not None and not isinstance(limits, dict):
+        return  # malformed: validation says so
+    missing = [
+        (name, quantity)
+        for name, quantity in requests.items()
+        if needs_equal_limit(name)
+        and isinstance(quantity, (str, int))
+        and not isinstance(quantity, bool)
+        and (limits is None or limits.get(name) is None)
+    ]
+    if not missing:
+        return
+    if limits is None:
+        into.ops.append({"op": "replace" if "limits" in resources else "add", "path": f"{at}/limits", "value": {}})
+        limits = resources["limits"] = {}
+    for name, quantity in missing:
+        into.ops.append({"op": "replace" if name in limits else "add", "path": f"{at}/limits/{_pointer(name)}",
+                         "value": quantity})  # fmt: skip
+        limits[name] = quantity
+        into.warnings.append(
+            f"{path}.limits[{name}]: set to the request, {quantity}: Kubernetes does not overcommit extended resources "
+            "and huge pages, so a container that requests one needs a limit equal to the request"
+        )
+
+
+def _pointer(key: str) -> str:
+    """`nvidia.com/gpu` as one JSON Pointer step (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _default_policy(policy: object, *, at: str, into: Defaulted) -> None:

@@ -136,6 +136,12 @@ def engine_port(workers: Sequence[ModelWorker], *, default: int = DEFAULT_ENGINE
 # KV connector (docs/design/validation.md §6, item 6)
 
 
+def _short_json(value: Mapping[str, Any], limit: int = 120) -> str:
+    """The object as compact JSON for a message, cut at `limit` characters (it is the user's, of any size)."""
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _worker_connector(kind: str, worker: ModelWorker) -> str | None:
     """The connector class a prefill/decode worker names in `kv-transfer-config`, after checking it."""
     try:
@@ -148,7 +154,10 @@ def _worker_connector(kind: str, worker: ModelWorker) -> str | None:
     if raw is None:
         return None
     if not isinstance(raw, str):
-        raise KvConnectorError(f"worker {kind}: kv-transfer-config must be a JSON string, got {go_type_name(raw)}")
+        message = f"worker {kind}: kv-transfer-config must be a JSON string, got {go_type_name(raw)}"
+        if isinstance(raw, Mapping):  # written as a YAML map: vLLM's flag takes the object as one JSON string
+            message += f"; write the object as a string: kv-transfer-config: '{_short_json(raw)}'"
+        raise KvConnectorError(message)
     try:
         transfer = config_mapping(json.loads(raw))
     except json.JSONDecodeError as error:

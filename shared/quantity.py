@@ -76,11 +76,30 @@ def suggested_quantities(value: object) -> list[str]:
     return []
 
 
-def pattern_message(value: object) -> str:
+# What a quantity looks like, said with examples that fit the field: a metric's target is a plain number more often
+# than a size. The pattern itself (120 characters of regular expression) helps nobody who got it wrong.
+_SIZE_EXAMPLES = "500m, 2Gi or 8G"
+_METRIC_EXAMPLES = "10, 0.5 or 500m"
+
+
+def quantity_hint(path: str = "") -> str:
+    """What a quantity at `path` is, with examples that fit the field."""
+    examples = _METRIC_EXAMPLES if path.endswith("targetValue") else _SIZE_EXAMPLES
+    return f"not a quantity: write a number with an optional suffix, such as {examples}"
+
+
+def type_message(path: str = "") -> str:
+    """Why a value that is neither an integer nor a string is no quantity at `path`, with examples that fit."""
+    if path.endswith("targetValue"):
+        return "quantities must be an integer or a string such as '10', '0.5' or '500m'"
+    return TYPE_MESSAGE
+
+
+def pattern_message(value: object, *, path: str = "") -> str:
     """Why `value` is not a quantity, led by what it most likely means (`8GB`: `8G` or `8Gi`)."""
     suggestions = [f'"{text}"' for text in suggested_quantities(value) if text != value]
     if not suggestions:
-        return _PATTERN_MESSAGE
+        return quantity_hint(path)
     meant = " or ".join(suggestions)
     powers = ""
     if len(suggestions) == 2:  # a decimal and a binary prefix: say which is which
@@ -88,7 +107,7 @@ def pattern_message(value: object) -> str:
         powers = (
             f" ({decimal} is 10^{_EXPONENTS[decimal.lower()]}, {binary} is 2^{_EXPONENTS[decimal.lower()] // 3 * 10})"
         )
-    return f"did you mean {meant}?{powers}; {_PATTERN_MESSAGE}"
+    return f"did you mean {meant}?{powers}"
 
 
 _EXPONENTS = {"k": 3, "m": 6, "g": 9, "t": 12, "p": 15, "e": 18}
@@ -106,7 +125,9 @@ def quantity_value(value: int | float | str) -> Decimal:
         raise ValueError(f"not a quantity: {text!r}") from error
 
 
-_TYPE_MESSAGE = "quantities must be an integer or a string such as '500m' or '2Gi'"
+# Refused with this fixed text in native code; decoding says `quantity_hint(path)` instead.
+TYPE_MESSAGE = "quantities must be an integer or a string such as '500m' or '2Gi'"
+_TYPE_MESSAGE = TYPE_MESSAGE
 # The same language for pydantic-core's regular expressions, whose `$` matches only at the very end: Python's
 # (which `check_quantity` uses) also matches before a final newline.
 _NATIVE_PATTERN = QUANTITY_PATTERN.removesuffix("$") + r"\n?$"

@@ -10,7 +10,9 @@ rules are those of Kubernetes' container validation, with its messages:
   and must be a qualified name;
 - no quantity is negative; an extended resource's is a whole number;
 - extended resources and huge pages cannot be overcommitted: a request needs a limit, and equals it (a limit
-  alone is fine, the request defaults to it); for the others a request may not exceed its limit.
+  alone is fine, the request defaults to it); for the others a request may not exceed its limit. A request
+  without its limit is given one equal to it by defaulting (shared/defaults.py), as the only value Kubernetes
+  allows, so only an object that skipped defaulting meets LIMIT_REQUIRED.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ def _huge_pages(name: str) -> bool:
 
 def _overcommit_allowed(name: str) -> bool:
     return not is_extended(name) and not _huge_pages(name)
+
+
+def needs_equal_limit(name: str) -> bool:
+    """Whether Kubernetes wants a limit equal to the request of `name` (extended resources, huge pages)."""
+    return not _overcommit_allowed(name)
 
 
 def resource_errors(

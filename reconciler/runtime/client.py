@@ -116,6 +116,19 @@ class WatchEvent:
     object: dict[str, Any]
 
 
+def _existing_kubeconfig(paths: str, *, source: str) -> str:
+    """`paths` (a kubeconfig, or several joined with the path separator, as $KUBECONFIG may hold) when one of them
+    exists; else one clear ConfigException, instead of the client's "Config not found" warning followed by
+    "Invalid kube-config file. Expected key current-context"."""
+    names = [name for name in paths.split(os.pathsep) if name]
+    if any(os.path.exists(os.path.expanduser(name)) for name in names):
+        return paths
+    shown = ", ".join(names) or "(empty)"
+    raise kube_config.ConfigException(
+        f"{source}: no such file: {shown} (--kubeconfig or $KUBECONFIG names the cluster's kubeconfig)"
+    )
+
+
 def _proxy_configured() -> bool:
     return any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
                                                    "ALL_PROXY", "all_proxy"))  # fmt: skip
@@ -163,14 +176,20 @@ class KubeClient:
         configuration = Configuration()
         if kubeconfig:
             await kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
-            )
+                config_file=_existing_kubeconfig(kubeconfig, source="--kubeconfig"), context=context,
+                client_configuration=configuration, persist_config=False,
+            )  # fmt: skip
         else:
             try:
                 kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             except kube_config.ConfigException:
+                from_environment = os.environ.get("KUBECONFIG")
+                found = _existing_kubeconfig(
+                    from_environment or os.path.join("~", ".kube", "config"),
+                    source="$KUBECONFIG" if from_environment else "not in a cluster, and the default kubeconfig",
+                )
                 await kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                    context=context, client_configuration=configuration, persist_config=False
+                    config_file=found, context=context, client_configuration=configuration, persist_config=False
                 )
         return cls.for_configuration(configuration, qps=qps, burst=burst, user_agent=user_agent, metrics=metrics)
 

@@ -165,7 +165,7 @@ def scrape_config(
 async def engine(fake: FakeApiServer) -> AsyncIterator[tuple[dict[str, Any], VllmExporter, int]]:
     """The rendered ModelServing (stored in the fake), its engine exporter and the exporter's port."""
     serving = rendered_serving()
-    serving["metadata"].pop("ownerReferences")  # no ModelBooster here; the pod's controller is what counts
+    assert "ownerReferences" not in serving["metadata"]  # rendered without a uid; the pod's controller is what counts
     stored = fake.create(serving)
     role = serving["spec"]["template"]["roles"][0]
     template = role["entryTemplate"]

@@ -77,7 +77,7 @@ def test_a_v04_manifest_validates_and_renders_kthena_v04s_children(
     assert serving["replicas"] == backend["minReplicas"]
     assert route["modelName"] == document["spec"].get("name", model)
     if "autoscalingPolicy" in document["spec"]:
-        scaling = children[4]["spec"]["scalingConfiguration"]
+        scaling = children[4]["spec"]["homogeneousTarget"]  # Kthena v0.2-v0.4's Binding: the input's shape
         assert (scaling["minReplicas"], scaling["maxReplicas"]) == (backend["minReplicas"], backend["maxReplicas"])
 
 

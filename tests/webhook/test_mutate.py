@@ -159,3 +159,28 @@ async def test_an_object_too_malformed_to_default_is_left_for_validation(webhook
     obj = {**single_vllm(), "spec": "not an object"}
     response = await webhook.admit(MUTATE_PATH, review(operation="CREATE", obj=obj))
     assert _ops(response) == []
+
+
+async def test_an_accelerator_requested_without_a_limit_gets_the_request_as_its_limit(webhook: Webhook) -> None:
+    # Kthena admits it; Kubernetes refuses the pod without a limit equal to the request (issue 38).
+    obj = single_vllm()
+    worker = obj["spec"]["backends"][0]["workers"][0]
+    worker["resources"] = {"requests": {"huawei.com/ascend-1980": "1", "hugepages-2Mi": "1Gi", "cpu": "2"}}
+    mutated, response = await _mutated(webhook, obj)
+    assert mutated["spec"]["backends"][0]["workers"][0]["resources"] == {
+        "requests": {"huawei.com/ascend-1980": "1", "hugepages-2Mi": "1Gi", "cpu": "2"},
+        "limits": {"huawei.com/ascend-1980": "1", "hugepages-2Mi": "1Gi"},  # cpu may be overcommitted: no limit
+    }
+    assert response["warnings"] == [
+        f"spec.backends[0].workers[0].resources.limits[{name}]: set to the request, {value}: Kubernetes does not "
+        "overcommit extended resources and huge pages, so a container that requests one needs a limit equal to the "
+        "request"
+        for name, value in (("huawei.com/ascend-1980", "1"), ("hugepages-2Mi", "1Gi"))
+    ]
+    # A limit given is kept (one that differs from the request is the validating webhook's to refuse).
+    worker["resources"]["limits"] = {"huawei.com/ascend-1980": "1"}
+    mutated, _ = await _mutated(webhook, obj)
+    assert mutated["spec"]["backends"][0]["workers"][0]["resources"]["limits"] == {
+        "huawei.com/ascend-1980": "1",
+        "hugepages-2Mi": "1Gi",
+    }

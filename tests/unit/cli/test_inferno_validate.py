@@ -41,7 +41,7 @@ def test_a_field_error_names_the_object_and_the_field(capsys: pytest.CaptureFixt
     path.write_text(yaml.safe_dump(accelerator))
     code, _, err = run(capsys, "-f", str(path))
     assert code == 1
-    assert err.startswith("validation failed:\n  - spec.cost: ")
+    assert err.startswith('Accelerator "a100":\nvalidation failed:\n  - spec.cost: ')
 
 
 def test_a_server_whose_model_is_missing_is_refused_as_the_controller_refuses_it(

@@ -89,13 +89,16 @@ def test_render_skips_other_kinds_and_counts_them(capsys: pytest.CaptureFixture[
     stream = write(
         tmp_path / "all.yaml", {"apiVersion": "v1", "kind": "Namespace"}, GOOD, {"apiVersion": "v1", "kind": "Service"}
     )
-    code, out, err = run(capsys, render_cli, "-f", stream, "-o", "name")
+    code, out, err = run(capsys, render_cli, "-f", stream, "-o", "name", "--generation", "v0.1")
     assert code == 0
     assert out.split()[-1] == "modelroute.networking.serving.volcano.sh/good"
     assert err == (
         "modelbooster render: skipped 2 documents of other kinds (1 Namespace, 1 Service); "
-        "--other-kinds=error refuses them\n"
+        "--other-kinds=error refuses them\n" + render_cli.UNOWNED_NOTE + "\n"
     )
     code, out, err = run(capsys, render_cli, "-f", stream, "--other-kinds=error")
     assert (code, out) == (2, "")
-    assert err == f'modelbooster render: {stream}: document 1: kind is "Namespace", expected ModelBooster\n'
+    assert err == (
+        f'modelbooster render: {stream}: document 1: kind is "Namespace", expected ModelBooster\n'
+        f'modelbooster render: {stream}: document 3: kind is "Service", expected ModelBooster\n'
+    )

@@ -137,11 +137,12 @@ def test_namespace_flag_conflicting_with_the_object_is_a_usage_error(
     assert 'the namespace from the object "ns" does not match the namespace "other"' in err
 
 
-def test_placeholder_uid_unless_given(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_no_owner_reference_unless_the_uid_is_given(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # A reference to a uid no object has is garbage-collected (tests/reconciler/test_rendered_children.py).
     _, out, _ = _run(["-f", _write(tmp_path, _no_namespace())], capsys)
     child = next(yaml.safe_load_all(out))
-    assert child["metadata"]["labels"][LABEL_MODEL_UID] == "00000000-0000-0000-0000-000000000000"
-    assert child["metadata"]["ownerReferences"][0]["uid"] == "00000000-0000-0000-0000-000000000000"
+    assert child["metadata"]["labels"][LABEL_MODEL_UID].startswith("unowned-")
+    assert "ownerReferences" not in child["metadata"]
     _, out, _ = _run(["-f", _write(tmp_path, vllm_doc())], capsys)
     assert next(yaml.safe_load_all(out))["metadata"]["ownerReferences"][0]["uid"] == vllm_doc()["metadata"]["uid"]
 
@@ -166,7 +167,7 @@ def test_invalid_object_exits_1_with_the_webhooks_message(capsys: pytest.Capture
     code, out, err = _run(["-f", _write(tmp_path, doc)], capsys)
     assert code == 1
     assert out == ""
-    assert err.startswith("validation failed:\n  - spec.backends[0]")
+    assert err.startswith('ModelBooster "m":\nvalidation failed:\n  - spec.backends[0]')
     assert "minReplicas and maxReplicas must be equal when no autoscaling is set" in err
 
 
@@ -241,7 +242,7 @@ def test_the_generation_option_picks_kthenas_autoscaling_shape(capsys: pytest.Ca
     code, default_out, _ = _run(["-f", example], capsys)
     assert code == 0
     code, v01_out, err = _run(["-f", example, "--generation", "v0.1"], capsys)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, render_cli.UNOWNED_NOTE + "\n")
     assert v01_out == default_out  # the default is the shape of the CRDs we ship
     v01 = dict(_kinds_and_specs(v01_out))
     scaling = v01["AutoscalingPolicyBinding"]["scalingConfiguration"]
@@ -268,7 +269,7 @@ def test_the_generation_option_picks_kthenas_autoscaling_shape(capsys: pytest.Ca
     assert "topologySpreadConstraints" not in v02["ModelServing"]
     assert err == (
         "Warning: spec.topologySpreadConstraints of ModelServing is not in the CRD of Kthena v0.2.0 to v0.4.0; "
-        "left out (the API server would drop it)\n"
+        "left out (the API server would drop it)\n" + render_cli.UNOWNED_NOTE + "\n"
     )
 
     code, v10_out, _ = _run(["-f", example, "--generation", "v1.0"], capsys)
@@ -297,6 +298,40 @@ def test_the_generation_option_picks_kthenas_autoscaling_shape(capsys: pytest.Ca
 
 def test_an_unknown_generation_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        _run(["-f", str(EXAMPLES / "backend-autoscaling.yaml"), "--generation", "v0.3"], capsys)
+        _run(["-f", str(EXAMPLES / "backend-autoscaling.yaml"), "--generation", "v0.5"], capsys)
     assert exited.value.code == 2
-    assert "invalid choice: 'v0.3'" in capsys.readouterr().err
+    assert "invalid choice: 'v0.5'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("release", "generation"),
+    [("v0.3", "v0.2"), ("v0.4", "v0.2"), ("0.4.0", "v0.2"), ("v0.1.0", "v0.1"), ("v1", "v1.0"), ("1.0", "v1.0"),
+     ("V1.0.0", "v1.0")],
+)
+def test_a_release_as_users_write_it_names_its_generation(
+    release: str, generation: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = str(EXAMPLES / "backend-autoscaling.yaml")
+    assert _run(["-f", example, "--generation", release], capsys)[:2] == _run(
+        ["-f", example, "--generation", generation], capsys
+    )[:2]
+
+
+@pytest.mark.parametrize(
+    ("example", "generation", "shape"),
+    [
+        ("backend-autoscaling.yaml", "v0.1", "Kthena v0.1.0 (and the child CRDs this chart ships)"),
+        ("single-backend-autoscaling-kthena-v04.yaml", "v0.2", "Kthena v0.2.0 to v0.4.0"),
+        ("single-backend-kthena-v1.yaml", "v1.0", "Kthena v1.0.0"),
+    ],
+)
+def test_without_generation_the_inputs_shape_picks_it_and_says_so(
+    example: str, generation: str, shape: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = str(EXAMPLES / example)
+    code, out, err = _run(["-f", source], capsys)
+    assert code == 0
+    assert out == _run(["-f", source, "--generation", generation], capsys)[1]
+    assert f"modelbooster render: children for the child CRDs of {shape} (--generation {generation})" in err
+
+

@@ -114,3 +114,18 @@ def test_a_missing_booster_is_one_line_and_exit_1_and_bad_arguments_exit_2(
     code, _, err = run(capsys, "x", "--kubeconfig", str(tmp_path / "missing"))
     assert code == 2
     assert err.startswith("modelbooster rollout: no cluster to talk to: ")
+
+
+@pytest.mark.parametrize("given", ["--kubeconfig", "$KUBECONFIG"])
+def test_a_missing_kubeconfig_is_one_clear_line(
+    given: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not "Config not found" from the client library, then "Invalid kube-config file. Expected key current-context".
+    missing = str(tmp_path / "missing")
+    monkeypatch.setenv("KUBECONFIG", missing)
+    code, out, err = run(capsys, "x", *(["--kubeconfig", missing] if given == "--kubeconfig" else []))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"modelbooster rollout: no cluster to talk to: {given}: no such file: {missing} (--kubeconfig or $KUBECONFIG "
+        "names the cluster's kubeconfig)\n"
+    )

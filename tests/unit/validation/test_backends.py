@@ -115,7 +115,8 @@ def test_matching_kv_connectors_pass_including_mooncake_and_its_v1() -> None:
         (
             {"kv-transfer-config": {"kv_connector": "NixlConnector"}},
             None,
-            "worker prefill: kv-transfer-config must be a JSON string, got map[string]interface {}",
+            "worker prefill: kv-transfer-config must be a JSON string, got map[string]interface {}; write the object "
+            "as a string: kv-transfer-config: '{\"kv_connector\":\"NixlConnector\"}'",
         ),
         ({"kv-transfer-config": 5}, None, "worker prefill: kv-transfer-config must be a JSON string, got float64"),
         (
