@@ -33,10 +33,10 @@ import pytest
 import yaml
 
 from reconciler.inferno.ceilings import Ceilings
-from reconciler.inferno.wiring import register
 from reconciler.inferno.load import LoadQueries
 from reconciler.inferno.prometheus import PrometheusSettings
 from reconciler.inferno.settings import InfernoSettings
+from reconciler.inferno.wiring import register
 from reconciler.modelbooster.kinds import MODEL_SERVING
 from reconciler.runtime.kinds import Kind
 from shared.api import inferno as api
