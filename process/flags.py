@@ -6,7 +6,9 @@ Precedence: flag > environment variable > built-in default. A process names its 
 variable, like a bad flag, so a typo in a Deployment's env fails at start-up instead of being ignored.
 
 A flag renamed (`prefixed`: a controller's flags carry its name) keeps its old spelling as an alias, for the flag
-and for its variable; both spellings given with different values is a usage error, never a silent pick.
+and for its variable. The spellings are one flag: on the command line the last one given wins, as for one
+spelling given twice (a chart's extra arguments come last and override its own); two variables set to
+different values have no order and are refused.
 """
 
 from __future__ import annotations
@@ -245,28 +247,7 @@ def add_flags(
             default=default,
             metavar=metavar,
             help=shown,
-            **({"action": _OneSpelling} if spec.aliases else {}),
         )
-
-
-class _OneSpelling(argparse.Action):
-    """Stores the value like argparse's default action; the flag's spellings (new and old) given with different
-    values are a usage error instead of the last one silently winning."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        given: dict[str, tuple[str, Any]] = namespace.__dict__.setdefault("_spelled", {})
-        earlier = given.get(self.dest)
-        if earlier is not None and earlier[0] != option_string and earlier[1] != values:
-            parser.error(f"{earlier[0]} and {option_string} are one flag given twice with different values; "
-                         f"give {self.option_strings[0]} alone")  # fmt: skip
-        given[self.dest] = (option_string or self.option_strings[0], values)
-        setattr(namespace, self.dest, values)
 
 
 def add_switch(
