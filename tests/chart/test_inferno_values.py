@@ -1,6 +1,6 @@
 """The chart's Inferno values reach the reconciler as its flags say (docs/inferno.md, docs/design/inferno.md §18):
-the operator's ceilings, every `--prometheus-*` flag, the token and CA mounted from Secrets where the flags point,
-no token over plain http, and the engines' PodMonitor only when asked."""
+the operator's ceilings, every `--inferno-prometheus-*` flag, the token and CA mounted from Secrets where the
+flags point, no token over plain http, and the engines' PodMonitor only when asked."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_every_prometheus_flag_has_a_value(rendered_scenarios: dict[str, Rendere
     parsed = build_parser().parse_args(args)
     assert parsed.prometheus_arrival_query == prometheus["arrivalQuery"]  # `$` and braces arrive intact
     assert parsed.prometheus_kv_cache_query == prometheus["signalQueries"]["kvCache"]
-    # Every --prometheus-* flag of the reconciler is one the chart can set.
+    # Every --inferno-prometheus-* flag of the reconciler is one the chart can set.
     inferno_flags = argparse.ArgumentParser()
     add_arguments(inferno_flags, environ={})
     flags = {option for action in inferno_flags._actions for option in action.option_strings}
