@@ -4,7 +4,7 @@ Simulated (no cluster, no Prometheus): 10 Servers of 5 models on 3 accelerator t
 pinned to its accelerator (Scale never moves one), min 1 / max 30 replicas. Traffic per Server: a diurnal
 curve (trough at 04:00, peak at 16:00, trough = 25 % of peak) with about five bursts a day (x1.5 to x2.2 for 5
 to 20 minutes), Poisson arrivals per minute; the load the policies see is the mean of the last two minutes
-(the controller's `--prometheus-window`). The replicas serve as the queueing model says with their TRUE
+(the controller's `--inferno-prometheus-window`). The replicas serve as the queueing model says with their TRUE
 performance (tests/inferno_plant.py), which is not the profile the optimiser is given for four Servers: three
 are twice as slow as their profile (the profile underestimates latency by 2x), one 1.5x, one is faster
 (0.7x). New replicas take two minutes to start; GPU time is counted from the request.

@@ -271,7 +271,7 @@ class Reconciler:
             "--no-leader-elect",
             "--metrics-port", str(self.port),
             "--metrics-bind-address", "127.0.0.1",
-            "--workers", str(workers),
+            "--modelbooster-workers", str(workers),
             "--qps", str(qps),
             "--burst", str(int(qps * 2)),
             "--log-level", "warning",

@@ -108,11 +108,11 @@ _modelbooster() {
                 --shutdown-timeout) COMPREPLY=(); return ;;
                 --shutdown-delay) COMPREPLY=(); return ;;
                 --event-loop) COMPREPLY=($(compgen -W "auto asyncio uvloop" -- "$cur")); return ;;
-                --workers) COMPREPLY=(); return ;;
-                --runtime-image) COMPREPLY=(); return ;;
-                --downloader-image) COMPREPLY=(); return ;;
-                --config-map) COMPREPLY=(); return ;;
-                --lora-timeout) COMPREPLY=(); return ;;
+                --modelbooster-workers|--workers) COMPREPLY=(); return ;;
+                --modelbooster-runtime-image|--runtime-image) COMPREPLY=(); return ;;
+                --modelbooster-downloader-image|--downloader-image) COMPREPLY=(); return ;;
+                --modelbooster-config-map|--config-map) COMPREPLY=(); return ;;
+                --modelbooster-lora-timeout|--lora-timeout) COMPREPLY=(); return ;;
                 --webhook-service) COMPREPLY=(); return ;;
                 --webhook-namespace) COMPREPLY=(); return ;;
                 --webhook-tls-secret) COMPREPLY=(); return ;;
@@ -127,21 +127,21 @@ _modelbooster() {
                 --inferno-max-scale-step) COMPREPLY=(); return ;;
                 --inferno-max-scale-step-percent) COMPREPLY=(); return ;;
                 --inferno-min-stabilization) COMPREPLY=(); return ;;
-                --prometheus-url) COMPREPLY=(); return ;;
-                --prometheus-bearer-token-file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                --prometheus-ca-file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                --prometheus-timeout) COMPREPLY=(); return ;;
-                --prometheus-window) COMPREPLY=(); return ;;
-                --prometheus-arrival-query) COMPREPLY=(); return ;;
-                --prometheus-length-query) COMPREPLY=(); return ;;
-                --prometheus-kv-cache-query) COMPREPLY=(); return ;;
-                --prometheus-waiting-query) COMPREPLY=(); return ;;
-                --prometheus-running-query) COMPREPLY=(); return ;;
-                --prometheus-itl-query) COMPREPLY=(); return ;;
-                --prometheus-ttft-query) COMPREPLY=(); return ;;
-                --prometheus-prompt-tokens-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-url|--prometheus-url) COMPREPLY=(); return ;;
+                --inferno-prometheus-bearer-token-file|--prometheus-bearer-token-file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --inferno-prometheus-ca-file|--prometheus-ca-file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --inferno-prometheus-timeout|--prometheus-timeout) COMPREPLY=(); return ;;
+                --inferno-prometheus-window|--prometheus-window) COMPREPLY=(); return ;;
+                --inferno-prometheus-arrival-query|--prometheus-arrival-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-length-query|--prometheus-length-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-kv-cache-query|--prometheus-kv-cache-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-waiting-query|--prometheus-waiting-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-running-query|--prometheus-running-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-itl-query|--prometheus-itl-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-ttft-query|--prometheus-ttft-query) COMPREPLY=(); return ;;
+                --inferno-prometheus-prompt-tokens-query|--prometheus-prompt-tokens-query) COMPREPLY=(); return ;;
             esac
-            COMPREPLY=($(compgen -W "-h --help --kubeconfig --namespaces --qps --burst --controller-namespace --lease-name --lease-namespace --lease-duration --renew-deadline --retry-period --lease-owner-deployment --metrics-bind-address --metrics-port --log-level --log-format --field-manager --resync-period --watch-timeout --shutdown-timeout --shutdown-delay --event-loop --leader-elect --no-leader-elect --workers --runtime-image --downloader-image --config-map --lora-timeout --cert-duty --no-cert-duty --webhook-service --webhook-namespace --webhook-tls-secret --webhook-ca-secret --webhook-configuration --webhook-arm-delay --cert-check-interval --inferno --no-inferno --inferno-namespaces --inferno-timeout --inferno-max-replicas --inferno-min-replicas --inferno-max-scale-step --inferno-max-scale-step-percent --inferno-min-stabilization --prometheus-url --prometheus-bearer-token-file --prometheus-ca-file --prometheus-timeout --prometheus-window --prometheus-arrival-query --prometheus-length-query --prometheus-kv-cache-query --prometheus-waiting-query --prometheus-running-query --prometheus-itl-query --prometheus-ttft-query --prometheus-prompt-tokens-query --check-child-crds --no-check-child-crds" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "-h --help --kubeconfig --namespaces --qps --burst --controller-namespace --lease-name --lease-namespace --lease-duration --renew-deadline --retry-period --lease-owner-deployment --metrics-bind-address --metrics-port --log-level --log-format --field-manager --resync-period --watch-timeout --shutdown-timeout --shutdown-delay --event-loop --leader-elect --no-leader-elect --modelbooster-workers --workers --modelbooster-runtime-image --runtime-image --modelbooster-downloader-image --downloader-image --modelbooster-config-map --config-map --modelbooster-lora-timeout --lora-timeout --cert-duty --no-cert-duty --webhook-service --webhook-namespace --webhook-tls-secret --webhook-ca-secret --webhook-configuration --webhook-arm-delay --cert-check-interval --inferno --no-inferno --inferno-namespaces --inferno-timeout --inferno-max-replicas --inferno-min-replicas --inferno-max-scale-step --inferno-max-scale-step-percent --inferno-min-stabilization --inferno-prometheus-url --prometheus-url --inferno-prometheus-bearer-token-file --prometheus-bearer-token-file --inferno-prometheus-ca-file --prometheus-ca-file --inferno-prometheus-timeout --prometheus-timeout --inferno-prometheus-window --prometheus-window --inferno-prometheus-arrival-query --prometheus-arrival-query --inferno-prometheus-length-query --prometheus-length-query --inferno-prometheus-kv-cache-query --prometheus-kv-cache-query --inferno-prometheus-waiting-query --prometheus-waiting-query --inferno-prometheus-running-query --prometheus-running-query --inferno-prometheus-itl-query --prometheus-itl-query --inferno-prometheus-ttft-query --prometheus-ttft-query --inferno-prometheus-prompt-tokens-query --prometheus-prompt-tokens-query --check-child-crds --no-check-child-crds" -- "$cur")) ;;
         optimizer)
             case "$prev" in
                 --host) COMPREPLY=(); return ;;

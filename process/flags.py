@@ -1,17 +1,22 @@
 """Command-line flags with an environment variable as each one's default, for every process.
 
 Precedence: flag > environment variable > built-in default. A process names its variables with one prefix:
-`--workers` of the reconciler is `MODELBOOSTER_RECONCILER_WORKERS`, `--port` of the webhook is
+`--lease-name` of the reconciler is `MODELBOOSTER_RECONCILER_LEASE_NAME`, `--port` of the webhook is
 `MODELBOOSTER_WEBHOOK_PORT` (upper case, dashes as underscores). A bad variable is a usage error that names the
 variable, like a bad flag, so a typo in a Deployment's env fails at start-up instead of being ignored.
+
+A flag renamed (`prefixed`: a controller's flags carry its name) keeps its old spelling as an alias, for the flag
+and for its variable. The spellings are one flag: on the command line the last one given wins, as for one
+spelling given twice (a chart's extra arguments come last and override its own); two variables set to
+different values have no order and are refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 _T = TypeVar("_T")
@@ -27,6 +32,22 @@ class Flag:
     parse: Callable[[str], Any]
     default: Any
     help: str
+    # Old spellings still accepted, each with its own variable (`prefixed` fills this in).
+    aliases: tuple[str, ...] = ()
+
+
+def prefixed(name: str, flags: Mapping[str, Flag]) -> dict[str, Flag]:
+    """`flags` with each one's name under `--<name>-`, the old spelling kept as an alias: a controller's flags
+    say whose they are (`--workers` of `modelbooster` -> `--modelbooster-workers`, still accepting `--workers`).
+    A flag already so named stays as it is."""
+    head = f"--{name}-"
+    renamed = {}
+    for flag, spec in flags.items():
+        if flag.startswith(head):
+            renamed[flag] = spec
+        else:
+            renamed[head + flag.removeprefix("--")] = replace(spec, aliases=(*spec.aliases, flag))
+    return renamed
 
 
 def env_name(flag: str, *, prefix: str) -> str:
@@ -141,18 +162,39 @@ def env_default(
     prefix: str,
     parser: argparse.ArgumentParser,
     environ: Mapping[str, str],
+    aliases: Sequence[str] = (),
 ) -> _T:
     """The flag's default: its environment variable when set (checked like the flag), else `default`.
 
-    A variable set to an empty string counts as unset: Deployments often carry `value: ""` for "not set".
+    A variable set to an empty string counts as unset: Deployments often carry `value: ""` for "not set". The
+    variables of the flag's old spellings (`aliases`) count too; two set to different values are refused.
     """
-    variable = env_name(flag, prefix=prefix)
-    if not environ.get(variable, "").strip():
-        return default
-    try:
-        return convert(environ[variable])
-    except (argparse.ArgumentTypeError, ValueError) as error:
-        parser.error(f"environment variable {variable}: {error}")
+    found = _from_environment(flag, convert, prefix=prefix, parser=parser, environ=environ, aliases=aliases)
+    return default if found is None else found[1]
+
+
+def _from_environment(
+    flag: str,
+    convert: Callable[[str], _T],
+    *,
+    prefix: str,
+    parser: argparse.ArgumentParser,
+    environ: Mapping[str, str],
+    aliases: Sequence[str] = (),
+) -> tuple[str, _T] | None:
+    """The variable that sets the flag and its value, None when none does."""
+    found: tuple[str, _T] | None = None
+    for variable in (env_name(name, prefix=prefix) for name in (flag, *aliases)):
+        if not environ.get(variable, "").strip():
+            continue
+        try:
+            value = convert(environ[variable])
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            parser.error(f"environment variable {variable}: {error}")
+        if found is not None and found[1] != value:
+            parser.error(f"environment variables {found[0]} and {variable} give {flag} different values; set one")
+        found = found or (variable, value)
+    return found
 
 
 def default_text(value: object) -> str | None:
@@ -169,12 +211,14 @@ def default_text(value: object) -> str | None:
     return str(value)
 
 
-def _with_default(help_text: str, *, default: object, built_in: object, variable: str) -> str:
-    """The help text with the flag's default (and where it comes from when its variable set it), then the
-    variable, escaped for argparse's %-formatting."""
+def _with_default(
+    help_text: str, *, default: object, built_in: object, variable: str, set_by: str | None = None
+) -> str:
+    """The help text with the flag's default (and where it comes from when a variable, `set_by`, set it), then
+    the flag's variable, escaped for argparse's %-formatting."""
     shown = default_text(default)
     if shown is not None:
-        source = f", from {variable}" if default != built_in else ""
+        source = f", from {set_by or variable}" if default != built_in else ""
         help_text = f"{help_text} (default: {shown}{source})"
     return f"{help_text} [env {variable}]".replace("%", "%%")
 
@@ -190,11 +234,20 @@ def add_flags(
     """Add each flag to `target` (a parser or an argument group) with its variable as the default."""
     for flag, spec in flags.items():
         convert = typed(flag, spec.parse)
-        default = env_default(flag, convert, spec.default, prefix=prefix, parser=parser, environ=environ)
+        found = _from_environment(flag, convert, prefix=prefix, parser=parser, environ=environ, aliases=spec.aliases)
+        set_by, default = (None, spec.default) if found is None else found
         variable = env_name(flag, prefix=prefix)
         metavar = spec.parse.metavar if isinstance(spec.parse, Choice) else None
-        shown = _with_default(spec.help, default=default, built_in=spec.default, variable=variable)
-        target.add_argument(flag, dest=spec.dest, type=convert, default=default, metavar=metavar, help=shown)
+        shown = _with_default(spec.help, default=default, built_in=spec.default, variable=variable, set_by=set_by)
+        target.add_argument(
+            flag,
+            *spec.aliases,
+            dest=spec.dest,
+            type=convert,
+            default=default,
+            metavar=metavar,
+            help=shown,
+        )
 
 
 def add_switch(

@@ -1,9 +1,10 @@
 """`modelbooster reconciler`: run the controllers.
 
 Every flag can also be given as an environment variable `MODELBOOSTER_RECONCILER_<FLAG>` (upper case, dashes as
-underscores, e.g. `MODELBOOSTER_RECONCILER_WORKERS=8`); the flag wins over the variable, which wins over the
-built-in default. The process's own flags are in reconciler/settings.py; each controller's are in its package's
-settings.py (reconciler/modelbooster, certduty, inferno, crdcheck). The settings ConfigMap (`--config-map`)
+underscores, e.g. `MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS=8`); the flag wins over the variable, which wins
+over the built-in default. The process's own flags are in reconciler/settings.py; each controller's are in its
+package's settings.py (reconciler/modelbooster, certduty, inferno, crdcheck), a controller's under its name with
+the old spellings kept (process/flags.py `prefixed`). The settings ConfigMap (`--modelbooster-config-map`)
 overrides the image and engine-env settings while running (reconciler/modelbooster/settings.py).
 """
 

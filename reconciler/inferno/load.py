@@ -52,7 +52,10 @@ class LoadQueries:
     window: str = DEFAULT_WINDOW
 
     def __post_init__(self) -> None:
-        for flag, text in (("--prometheus-arrival-query", self.arrival), ("--prometheus-length-query", self.length)):
+        for flag, text in (
+            ("--inferno-prometheus-arrival-query", self.arrival),
+            ("--inferno-prometheus-length-query", self.length),
+        ):
             template = Template(text)
             if not template.is_valid():
                 raise LoadQueryError(f"{flag}: not a valid template (a lone $? write $$ for a literal $)")

@@ -56,19 +56,19 @@ class PrometheusSettings:
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
             raise PrometheusSettingsError(
-                f"--prometheus-url {self.display_url!r}: must start with http:// or https://"
+                f"--inferno-prometheus-url {self.display_url!r}: must start with http:// or https://"
             )
         parts = urlsplit(self.url)
         if parts.scheme == "http" and (parts.username is not None or self.bearer_token_file is not None):
             # Anyone on the path would read the credential; the reconciler sends none in clear text.
-            given = "--prometheus-bearer-token-file" if self.bearer_token_file is not None else "user:password"
+            given = "--inferno-prometheus-bearer-token-file" if self.bearer_token_file is not None else "user:password"
             raise PrometheusSettingsError(
-                f"--prometheus-url {self.display_url!r}: credentials ({given}) are sent only over https://"
+                f"--inferno-prometheus-url {self.display_url!r}: credentials ({given}) are sent only over https://"
             )
         if not self.timeout > 0:
-            raise PrometheusSettingsError(f"--prometheus-timeout must be > 0, got {self.timeout}")
-        for flag, path in (("--prometheus-bearer-token-file", self.bearer_token_file),
-                           ("--prometheus-ca-file", self.ca_file)):  # fmt: skip
+            raise PrometheusSettingsError(f"--inferno-prometheus-timeout must be > 0, got {self.timeout}")
+        for flag, path in (("--inferno-prometheus-bearer-token-file", self.bearer_token_file),
+                           ("--inferno-prometheus-ca-file", self.ca_file)):  # fmt: skip
             if path is not None and not Path(path).is_file():
                 raise PrometheusSettingsError(f"{flag} {path!r}: no such file")
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from process.flags import Flag, add_flags, add_switch, comma_list, parse_int, positive_float, positive_int
+from process.flags import Flag, add_flags, add_switch, comma_list, parse_int, positive_float, positive_int, prefixed
 from reconciler.inferno.ceilings import (
     DEFAULT_MAX_REPLICAS,
     DEFAULT_MAX_STEP,
@@ -37,6 +37,7 @@ from shared.gotext import go_parse_bool
 FIELD_MANAGER_SUFFIX: Final = "-inferno"
 MAX_FIELD_MANAGER: Final = 128  # the API server's limit
 
+NAME: Final = "inferno"  # the peer's, and its flags' prefix
 ENV_HOST: Final = "INFERNO_HOST"
 ENV_PORT: Final = "INFERNO_PORT"
 ENV_STATELESS: Final = "INFERNO_STATELESS"
@@ -128,7 +129,9 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-_FLAGS: Final[dict[str, Flag]] = {
+# Under the controller's name: `--inferno-*` as they were, `--prometheus-*` as `--inferno-prometheus-*` with the
+# unprefixed spellings of earlier releases still accepted.
+_FLAGS: Final[dict[str, Flag]] = prefixed(NAME, {
     "--inferno-namespaces": Flag(
         "inferno_namespaces", comma_list, None, "comma-separated namespaces of Inferno objects "
         "(default: those of --namespaces)"
@@ -206,7 +209,7 @@ _FLAGS: Final[dict[str, Flag]] = {
         "prometheus_prompt_tokens_query", str, DEFAULT_PROMPT_QUERY, "PromQL for the prompt tokens per second of "
         "a disaggregated target's prefill role"
     ),
-}
+})
 
 
 def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:

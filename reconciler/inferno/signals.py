@@ -44,12 +44,12 @@ DEFAULT_PROMPT_QUERY: Final = default_series().queries.prompt_tokens
 
 # The reconciler's flag for each query (reconciler/inferno/settings.py): messages name what the user set.
 SIGNAL_FLAGS: Final = {
-    "kv_cache": "--prometheus-kv-cache-query",
-    "waiting": "--prometheus-waiting-query",
-    "running": "--prometheus-running-query",
-    "itl": "--prometheus-itl-query",
-    "ttft": "--prometheus-ttft-query",
-    "prompt_tokens": "--prometheus-prompt-tokens-query",
+    "kv_cache": "--inferno-prometheus-kv-cache-query",
+    "waiting": "--inferno-prometheus-waiting-query",
+    "running": "--inferno-prometheus-running-query",
+    "itl": "--inferno-prometheus-itl-query",
+    "ttft": "--inferno-prometheus-ttft-query",
+    "prompt_tokens": "--inferno-prometheus-prompt-tokens-query",
 }
 
 

@@ -15,7 +15,7 @@ from reconciler.inferno.mapping import map_inputs_to_optimizers, map_optimizer
 from reconciler.inferno.metrics import InfernoMetrics
 from reconciler.inferno.prometheus import PrometheusClient
 from reconciler.inferno.remote import RemoteOptimizer
-from reconciler.inferno.settings import InfernoSettings, add_arguments, field_manager_of, settings_from_args
+from reconciler.inferno.settings import NAME, InfernoSettings, add_arguments, field_manager_of, settings_from_args
 from reconciler.inferno.solvers import EmbeddedSolver, RemoteSolver, Solver
 from reconciler.peer import Context, Peer
 from reconciler.runtime.conditions import rfc3339_now
@@ -25,7 +25,7 @@ from reconciler.runtime.ratelimit import default_controller_rate_limiter
 
 logger = logging.getLogger(__name__)
 
-CONTROLLER_NAME: Final = "inferno"
+CONTROLLER_NAME: Final = NAME  # also its flags' prefix
 
 
 def register(context: Context, settings: InfernoSettings) -> OptimizerReconciler | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from process.flags import Flag, add_flags, positive_float, positive_int
+from process.flags import Flag, add_flags, positive_float, positive_int, prefixed
 from reconciler.modelbooster.synthesis import DEFAULT_DOWNLOADER_IMAGE, DEFAULT_RUNTIME_IMAGE, SynthesisSettings
 from reconciler.runtime.environment import SettingsError
 from reconciler.runtime.informer import Informer
@@ -22,6 +22,7 @@ from reconciler.settings import ENV_PREFIX
 
 logger = logging.getLogger(__name__)
 
+NAME: Final = "modelbooster"  # the peer's, and its flags' prefix
 KEY_RUNTIME_IMAGE = "model_serving_runtime_image"
 KEY_DOWNLOADER_IMAGE = "model_serving_downloader_image"
 KEY_ENGINE_ENV = "engine_env.json"
@@ -42,7 +43,7 @@ class ModelBoosterSettings:
 
     def __post_init__(self) -> None:
         if self.workers < 1:
-            raise SettingsError(f"--workers must be at least 1, got {self.workers}")
+            raise SettingsError(f"--{NAME}-workers must be at least 1, got {self.workers}")
 
     def synthesis(self) -> SynthesisSettings:
         return SynthesisSettings(runtime_image=self.runtime_image, downloader_image=self.downloader_image)
@@ -54,13 +55,14 @@ class ModelBoosterSettings:
         )
 
 
-_FLAGS: Final[dict[str, Flag]] = {
+# Under the controller's name (`--modelbooster-workers`); the unprefixed spellings of earlier releases still work.
+_FLAGS: Final[dict[str, Flag]] = prefixed(NAME, {
     "--workers": Flag("workers", positive_int, 5, "ModelBoosters reconciled in parallel"),
     "--runtime-image": Flag("runtime_image", str, DEFAULT_RUNTIME_IMAGE, "runtime sidecar image"),
     "--downloader-image": Flag("downloader_image", str, DEFAULT_DOWNLOADER_IMAGE, "model/LoRA downloader image"),
     "--config-map": Flag("config_map", str, None, "settings ConfigMap in the controller namespace (watched)"),
     "--lora-timeout": Flag("lora_timeout", positive_float, 300.0, "timeout of one LoRA load/unload call (s)"),
-}
+})
 
 
 def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:

@@ -15,6 +15,7 @@ from reconciler.modelbooster.lora import LoraUpdater, pod_owner_key, pod_owner_u
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
 from reconciler.modelbooster.prune import MODEL_INDEX, UID_INDEX, model_index
 from reconciler.modelbooster.settings import (
+    NAME,
     DynamicSettings,
     ModelBoosterSettings,
     SettingsConfigMap,
@@ -38,7 +39,7 @@ from shared.constants import (
     MANAGED_BY_VALUE,
 )
 
-CONTROLLER_NAME: Final = "modelbooster"
+CONTROLLER_NAME: Final = NAME  # also its flags' prefix
 CHILD_SELECTOR: Final = f"{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}"
 
 

@@ -1,6 +1,6 @@
 """The chart's Inferno values reach the reconciler as its flags say (docs/inferno.md, docs/design/inferno.md §18):
-the operator's ceilings, every `--prometheus-*` flag, the token and CA mounted from Secrets where the flags point,
-no token over plain http, and the engines' PodMonitor only when asked."""
+the operator's ceilings, every `--inferno-prometheus-*` flag, the token and CA mounted from Secrets where the
+flags point, no token over plain http, and the engines' PodMonitor only when asked."""
 
 from __future__ import annotations
 
@@ -43,13 +43,13 @@ def test_every_prometheus_flag_has_a_value(rendered_scenarios: dict[str, Rendere
     values: dict[str, Any] = SCENARIOS["inferno-closed-loop"]["inferno"]
     prometheus = values["prometheus"]
     expected = {
-        "--prometheus-url": prometheus["url"],
-        "--prometheus-timeout": str(prometheus["timeout"]),
-        "--prometheus-window": prometheus["window"],
-        "--prometheus-arrival-query": prometheus["arrivalQuery"],
-        "--prometheus-kv-cache-query": prometheus["signalQueries"]["kvCache"],
-        "--prometheus-bearer-token-file": "/var/run/secrets/modelbooster/prometheus-token/token",
-        "--prometheus-ca-file": "/var/run/secrets/modelbooster/prometheus-ca/ca.crt",
+        "--inferno-prometheus-url": prometheus["url"],
+        "--inferno-prometheus-timeout": str(prometheus["timeout"]),
+        "--inferno-prometheus-window": prometheus["window"],
+        "--inferno-prometheus-arrival-query": prometheus["arrivalQuery"],
+        "--inferno-prometheus-kv-cache-query": prometheus["signalQueries"]["kvCache"],
+        "--inferno-prometheus-bearer-token-file": "/var/run/secrets/modelbooster/prometheus-token/token",
+        "--inferno-prometheus-ca-file": "/var/run/secrets/modelbooster/prometheus-ca/ca.crt",
         "--inferno-namespaces": "serving,research",
         "--inferno-max-replicas": "40",
         "--inferno-min-replicas": "0",
@@ -58,18 +58,18 @@ def test_every_prometheus_flag_has_a_value(rendered_scenarios: dict[str, Rendere
         "--inferno-min-stabilization": "3m",
     }
     assert {flag: flag_value(args, flag) for flag in expected} == expected
-    built_in = {"--prometheus-length-query", "--prometheus-waiting-query", "--prometheus-running-query",
-                "--prometheus-itl-query", "--prometheus-ttft-query", "--prometheus-prompt-tokens-query"}  # fmt: skip
+    built_in = {f"--inferno-prometheus-{query}-query"
+                for query in ("length", "waiting", "running", "itl", "ttft", "prompt-tokens")}  # fmt: skip
     assert {flag: flag_value(args, flag) for flag in built_in} == dict.fromkeys(built_in)  # empty: built-in
     parsed = build_parser().parse_args(args)
     assert parsed.prometheus_arrival_query == prometheus["arrivalQuery"]  # `$` and braces arrive intact
     assert parsed.prometheus_kv_cache_query == prometheus["signalQueries"]["kvCache"]
-    # Every --prometheus-* flag of the reconciler is one the chart can set.
+    # Every --inferno-prometheus-* flag of the reconciler is one the chart can set.
     inferno_flags = argparse.ArgumentParser()
     add_arguments(inferno_flags, environ={})
     flags = {option for action in inferno_flags._actions for option in action.option_strings}
-    assert {flag for flag in flags if flag.startswith("--prometheus-")} == {
-        flag for flag in expected if flag.startswith("--prometheus-")
+    assert {flag for flag in flags if flag.startswith("--inferno-prometheus-")} == {
+        flag for flag in expected if flag.startswith("--inferno-prometheus-")
     } | built_in
 
 
@@ -82,8 +82,8 @@ def test_the_token_and_the_ca_are_mounted_from_secrets_where_the_flags_point(
     volumes = {volume["name"]: volume for volume in pod["volumes"]}
     mounts = {mount["name"]: mount for mount in container["volumeMounts"]}
     for flag, volume, secret, key in (
-        ("--prometheus-bearer-token-file", "prometheus-token", "inferno-prometheus", "token"),
-        ("--prometheus-ca-file", "prometheus-ca", "prometheus-ca", "ca.crt"),
+        ("--inferno-prometheus-bearer-token-file", "prometheus-token", "inferno-prometheus", "token"),
+        ("--inferno-prometheus-ca-file", "prometheus-ca", "prometheus-ca", "ca.crt"),
     ):
         path = PurePosixPath(flag_value(container["args"], flag) or "")
         assert volumes[volume]["secret"] == {"secretName": secret, "items": [{"key": key, "path": key}]}
@@ -98,9 +98,9 @@ def test_a_token_is_never_sent_over_plain_http() -> None:
         render(values)
     # Without a token, http is fine; the defaults of timeout and window are the code's.
     args = _reconciler_args(render({"inferno": {"prometheus": {"url": "http://prometheus:9090"}}}))
-    assert flag_value(args, "--prometheus-timeout") == f"{DEFAULT_TIMEOUT:g}"
-    assert flag_value(args, "--prometheus-window") == DEFAULT_WINDOW
-    assert flag_value(args, "--prometheus-bearer-token-file") is None
+    assert flag_value(args, "--inferno-prometheus-timeout") == f"{DEFAULT_TIMEOUT:g}"
+    assert flag_value(args, "--inferno-prometheus-window") == DEFAULT_WINDOW
+    assert flag_value(args, "--inferno-prometheus-bearer-token-file") is None
 
 
 def test_the_engine_pod_monitor_selects_our_engines_in_the_inferno_namespaces(

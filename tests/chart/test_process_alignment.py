@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from modelbooster.cli import build_parser
-from tests.chart.render import NAMESPACE, Rendered, container_args
+from tests.chart.render import NAMESPACE, Rendered, container_args, render
 from tests.chart.scenarios import SCENARIOS
 
 P = "mb-modelbooster"
@@ -91,6 +91,16 @@ def test_reconciler_settings_match_the_chart(rendered_scenarios: dict[str, Rende
     assert parsed.namespaces == ()
     restricted = rendered_scenarios["namespaces"].deployment("reconciler")
     assert _parse(container_args(restricted, "reconciler")).namespaces == ("team-a", "team-b")
+
+
+def test_extra_args_in_the_spelling_of_earlier_releases_still_override_the_charts() -> None:
+    # An upgrade keeps a release's reconciler.extraArgs: `--workers` there still wins over the chart's own
+    # `--modelbooster-workers`, as it won over the chart's `--workers` before the rename.
+    values = {"reconciler": {"extraArgs": ["--workers=9", "--prometheus-window=5m"]}}
+    args = container_args(render(values).deployment("reconciler"), "reconciler")
+    assert "--modelbooster-workers=5" in args
+    parsed = _parse(args)
+    assert (parsed.workers, parsed.prometheus_window) == (9, "5m")
 
 
 def test_settings_config_map_uses_the_reconciler_keys_and_defaults(defaults: Rendered) -> None:

@@ -128,13 +128,12 @@ def test_reconciler_elects_a_leader_with_a_lease_in_the_release_namespace(defaul
 def test_reconciler_settings_reach_the_process(rendered_scenarios: dict[str, Rendered]) -> None:
     defaults = rendered_scenarios["defaults"]
     args = container_args(defaults.deployment("reconciler"), "reconciler")
-    assert flag_value(args, "--workers") == "5"
+    assert flag_value(args, "--modelbooster-workers") == "5"
     assert flag_value(args, "--namespaces") is None  # every namespace
-    assert flag_value(args, "--runtime-image") == "ghcr.io/volcano-sh/runtime:latest"
-    assert flag_value(args, "--downloader-image") == "ghcr.io/volcano-sh/downloader:latest"
-    assert (
-        flag_value(args, "--config-map") == defaults.one("ConfigMap", "mb-modelbooster-reconciler")["metadata"]["name"]
-    )
+    assert flag_value(args, "--modelbooster-runtime-image") == "ghcr.io/volcano-sh/runtime:latest"
+    assert flag_value(args, "--modelbooster-downloader-image") == "ghcr.io/volcano-sh/downloader:latest"
+    config_map = defaults.one("ConfigMap", "mb-modelbooster-reconciler")["metadata"]["name"]
+    assert flag_value(args, "--modelbooster-config-map") == config_map
     restricted = container_args(rendered_scenarios["namespaces"].deployment("reconciler"), "reconciler")
     assert flag_value(restricted, "--namespaces") == "team-a,team-b"
     logging = container_args(rendered_scenarios["everything"].deployment("reconciler"), "reconciler")

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from reconciler.assembly import ReconcilerSettings
+from reconciler.inferno.wiring import PEER as INFERNO
 from reconciler.main import add_arguments, settings_from_args
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVER, MODEL_SERVING
 from reconciler.modelbooster.settings import DynamicSettings, SettingsError, parse_engine_env
@@ -38,9 +39,10 @@ def test_defaults() -> None:
 
 
 def test_flags_the_chart_passes() -> None:
-    settings = parse(["--workers=8", "--namespaces=a, b", "--runtime-image=r:1", "--downloader-image=d:1",
-                      "--config-map=cm", "--leader-elect", "--lease-name=l", "--lease-namespace=sys",
-                      "--metrics-port=9090", "--log-level=debug", "--log-format=json"])  # fmt: skip
+    settings = parse(["--modelbooster-workers=8", "--namespaces=a, b", "--modelbooster-runtime-image=r:1",
+                      "--modelbooster-downloader-image=d:1", "--modelbooster-config-map=cm", "--leader-elect",
+                      "--lease-name=l", "--lease-namespace=sys", "--metrics-port=9090", "--log-level=debug",
+                      "--log-format=json"])  # fmt: skip
     assert settings.of(MODELBOOSTER).workers == 8
     assert settings.process.namespaces == ("a", "b")
     assert (settings.of(MODELBOOSTER).runtime_image, settings.of(MODELBOOSTER).downloader_image) == ("r:1", "d:1")
@@ -51,20 +53,71 @@ def test_flags_the_chart_passes() -> None:
 
 
 def test_environment_variables_set_defaults_and_flags_win() -> None:
-    environ = {"MODELBOOSTER_RECONCILER_WORKERS": "12", "MODELBOOSTER_RECONCILER_LEADER_ELECT": "false",
+    environ = {"MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS": "12", "MODELBOOSTER_RECONCILER_LEADER_ELECT": "false",
                "POD_NAMESPACE": "mb-system", "POD_NAME": "mb-0"}  # fmt: skip
     settings = parse([], environ)
     assert settings.of(MODELBOOSTER).workers == 12
     assert settings.process.leader_elect is False
     assert settings.process.controller_namespace == "mb-system"
     assert settings.process.identity.startswith("mb-0_")
-    assert parse(["--workers", "3"], environ).of(MODELBOOSTER).workers == 3
+    assert parse(["--modelbooster-workers", "3"], environ).of(MODELBOOSTER).workers == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ"),
+    [
+        (["--workers=7", "--runtime-image=r:7", "--downloader-image=d:7", "--config-map=cm7", "--lora-timeout=7"], {}),
+        ([], {f"MODELBOOSTER_RECONCILER_{name}": value for name, value in (
+            ("WORKERS", "7"), ("RUNTIME_IMAGE", "r:7"), ("DOWNLOADER_IMAGE", "d:7"), ("CONFIG_MAP", "cm7"),
+            ("LORA_TIMEOUT", "7"))}),
+    ],
+    ids=["flags", "variables"],
+)  # fmt: skip
+def test_the_unprefixed_spellings_of_earlier_releases_still_work(argv: list[str], environ: dict[str, str]) -> None:
+    settings = parse(argv, environ).of(MODELBOOSTER)
+    assert (settings.workers, settings.runtime_image, settings.downloader_image) == (7, "r:7", "d:7")
+    assert (settings.config_map, settings.lora_timeout) == ("cm7", 7.0)
+
+
+def test_a_flag_in_either_spelling_wins_over_a_variable_in_either() -> None:
+    assert parse(["--workers=3"], {"MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS": "9"}).of(MODELBOOSTER).workers == 3
+    assert parse(["--modelbooster-workers=3"], {"MODELBOOSTER_RECONCILER_WORKERS": "9"}).of(MODELBOOSTER).workers == 3
+
+
+def test_the_spellings_are_one_flag_whose_last_value_wins() -> None:
+    # As for one spelling given twice: the chart's reconciler.extraArgs come after its own arguments and override
+    # them, in the old spelling as in the new.
+    assert parse(["--modelbooster-workers=5", "--workers=8"]).of(MODELBOOSTER).workers == 8
+    assert parse(["--workers=8", "--modelbooster-workers=5"]).of(MODELBOOSTER).workers == 5
+    assert parse(["--inferno-prometheus-window=1m", "--prometheus-window=3m"]).of(INFERNO).load_queries.window == "3m"
+
+
+def test_both_variables_agreeing_are_accepted_and_disagreeing_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    both = {"MODELBOOSTER_RECONCILER_WORKERS": "4", "MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS": "4"}
+    assert parse([], both).of(MODELBOOSTER).workers == 4
+    with pytest.raises(SystemExit):  # variables have no order to pick by
+        parse([], {**both, "MODELBOOSTER_RECONCILER_WORKERS": "3"})
+    assert (
+        "environment variables MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS and MODELBOOSTER_RECONCILER_WORKERS "
+        "give --modelbooster-workers different values; set one"
+    ) in capsys.readouterr().err
+
+
+def test_help_names_the_variable_that_set_a_default() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, environ={"MODELBOOSTER_RECONCILER_WORKERS": "8"})
+    (action,) = [action for action in parser._actions if "--workers" in action.option_strings]
+    assert action.option_strings == ["--modelbooster-workers", "--workers"]  # --help shows the new name first
+    assert "(default: 8, from MODELBOOSTER_RECONCILER_WORKERS) [env MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS]" in (
+        action.help or ""
+    )
 
 
 @pytest.mark.parametrize(
     ("argv", "environ", "message"),
     [
-        (["--workers", "0"], {}, "argument --workers: '0': must be at least 1"),
+        (["--workers", "0"], {}, "argument --modelbooster-workers/--workers: '0': must be at least 1"),
+        ([], {"MODELBOOSTER_RECONCILER_WORKERS": "0"}, "MODELBOOSTER_RECONCILER_WORKERS: '0': must be at least 1"),
         (["--log-format", "xml"], {}, "must be one of text, json"),
         ([], {"MODELBOOSTER_RECONCILER_QPS": "fast"}, "variable MODELBOOSTER_RECONCILER_QPS: 'fast': not a number"),
     ],

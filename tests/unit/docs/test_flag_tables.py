@@ -77,7 +77,7 @@ def test_help_shows_the_default_the_table_lists(flag_tables: ModuleType, command
 
 
 def test_help_says_when_a_variable_set_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MODELBOOSTER_RECONCILER_WORKERS", "8")
+    monkeypatch.setenv("MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS", "8")
     shown = _shown_help("reconciler")
-    assert "(default: 8, from MODELBOOSTER_RECONCILER_WORKERS)" in shown["--workers"]
+    assert "(default: 8, from MODELBOOSTER_RECONCILER_MODELBOOSTER_WORKERS)" in shown["--workers"]
     assert "(default: 15)" in shown["--lease-duration"]

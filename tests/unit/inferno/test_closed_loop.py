@@ -70,11 +70,11 @@ def test_a_long_error_is_clipped() -> None:
 
 
 def test_prometheus_settings_name_the_flag_at_fault(tmp_path: Any) -> None:
-    with pytest.raises(PrometheusSettingsError, match="--prometheus-url"):
+    with pytest.raises(PrometheusSettingsError, match="--inferno-prometheus-url"):
         PrometheusSettings(url="prometheus:9090")
-    with pytest.raises(PrometheusSettingsError, match="--prometheus-ca-file"):
+    with pytest.raises(PrometheusSettingsError, match="--inferno-prometheus-ca-file"):
         PrometheusSettings(url="https://p:9090", ca_file=str(tmp_path / "missing.pem"))
-    with pytest.raises(PrometheusSettingsError, match="--prometheus-timeout"):
+    with pytest.raises(PrometheusSettingsError, match="--inferno-prometheus-timeout"):
         PrometheusSettings(url="http://p:9090", timeout=0)
 
 
@@ -101,7 +101,7 @@ def test_names_are_escaped_into_promql_strings() -> None:
     [("sum(rate(x{pod=\"$pod\"}[$window]))", "unknown variable(s) pod"), ("x $", "not a valid template")],
 )
 def test_a_bad_template_is_refused_naming_the_flag(arrival: str, message: str) -> None:
-    with pytest.raises(LoadQueryError, match=re.escape(f"--prometheus-arrival-query: {message}")):
+    with pytest.raises(LoadQueryError, match=re.escape(f"--inferno-prometheus-arrival-query: {message}")):
         LoadQueries(arrival=arrival)
 
 
@@ -226,8 +226,8 @@ def parse(*argv: str, environ: dict[str, str] | None = None) -> argparse.Namespa
 def test_prometheus_flags_make_the_settings(tmp_path: Any) -> None:
     token = tmp_path / "token"
     token.write_text("secret\n")
-    args = parse("--prometheus-url", "https://prom:9090", "--prometheus-bearer-token-file", str(token),
-                 "--prometheus-window", "5m", "--prometheus-timeout", "3")  # fmt: skip
+    args = parse("--inferno-prometheus-url", "https://prom:9090", "--inferno-prometheus-bearer-token-file", str(token),
+                 "--inferno-prometheus-window", "5m", "--inferno-prometheus-timeout", "3")  # fmt: skip
     settings = settings_from_args(args, environ={})
     assert settings.prometheus == PrometheusSettings(url="https://prom:9090", bearer_token_file=str(token), timeout=3)
     assert settings.load_queries.window == "5m"
@@ -237,16 +237,26 @@ def test_without_a_prometheus_url_loads_are_what_the_servers_say() -> None:
     assert settings_from_args(parse(), environ={}).prometheus is None
 
 
-def test_the_url_can_come_from_the_environment() -> None:
-    args = parse(environ={"MODELBOOSTER_RECONCILER_PROMETHEUS_URL": "http://prom:9090"})
+@pytest.mark.parametrize(
+    "variable", ["MODELBOOSTER_RECONCILER_INFERNO_PROMETHEUS_URL", "MODELBOOSTER_RECONCILER_PROMETHEUS_URL"]
+)
+def test_the_url_can_come_from_the_environment(variable: str) -> None:
+    args = parse(environ={variable: "http://prom:9090"})
     settings = settings_from_args(args, environ={})
     assert settings.prometheus is not None
     assert settings.prometheus.url == "http://prom:9090"
 
 
+def test_the_prometheus_flags_of_earlier_releases_still_work() -> None:
+    args = parse("--prometheus-url", "http://prom:9090", "--prometheus-window", "5m")
+    settings = settings_from_args(args, environ={})
+    assert settings.prometheus is not None
+    assert (settings.prometheus.url, settings.load_queries.window) == ("http://prom:9090", "5m")
+
+
 def test_a_bad_query_flag_is_a_settings_error() -> None:
-    with pytest.raises(InfernoSettingsError, match="--prometheus-length-query"):
-        settings_from_args(parse("--prometheus-length-query", "x[$windw]"), environ={})
+    with pytest.raises(InfernoSettingsError, match="--inferno-prometheus-length-query"):
+        settings_from_args(parse("--inferno-prometheus-length-query", "x[$windw]"), environ={})
 
 
 # --- per-Server series -----------------------------------------------------------------------------------
@@ -286,7 +296,8 @@ def test_a_run_replaces_its_namespaces_series_and_a_lost_leadership_withdraws_th
 def test_credentials_are_sent_only_over_https(tmp_path: Any) -> None:
     token = tmp_path / "token"
     token.write_text("secret")
-    with pytest.raises(PrometheusSettingsError, match=r"credentials \(--prometheus-bearer-token-file\) are sent only"):
+    given = r"credentials \(--inferno-prometheus-bearer-token-file\) are sent only"
+    with pytest.raises(PrometheusSettingsError, match=given):
         PrometheusSettings(url="http://prometheus:9090", bearer_token_file=str(token))
     with pytest.raises(PrometheusSettingsError, match=r"credentials \(user:password\)") as caught:
         PrometheusSettings(url="http://admin:hunter2@prometheus:9090")
@@ -305,14 +316,17 @@ def test_the_url_is_shown_without_user_and_password() -> None:
 def test_the_token_flag_does_not_suggest_the_reconcilers_own_token() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser, environ={})
-    (action,) = [a for a in parser._actions if "--prometheus-bearer-token-file" in a.option_strings]
+    (action,) = [a for a in parser._actions if "--inferno-prometheus-bearer-token-file" in a.option_strings]
     assert "serviceaccount/token" not in (action.help or "")
     assert "never the reconciler's ServiceAccount token" in (action.help or "")
 
 
 @pytest.mark.parametrize(
     ("field", "flag"),
-    [("kv_cache", "--prometheus-kv-cache-query"), ("prompt_tokens", "--prometheus-prompt-tokens-query")],
+    [
+        ("kv_cache", "--inferno-prometheus-kv-cache-query"),
+        ("prompt_tokens", "--inferno-prometheus-prompt-tokens-query"),
+    ],
 )
 def test_a_bad_signal_template_is_refused_naming_its_flag(field: str, flag: str) -> None:
     with pytest.raises(SignalQueryError, match=re.escape(f"{flag}: unknown variable(s) pod; known: ")):
@@ -323,9 +337,10 @@ def test_the_signal_query_flags_reach_the_settings() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser, environ={})
     query = 'avg(my_kv{namespace="$namespace",role="$role"})'
-    settings = settings_from_args(parser.parse_args([f"--prometheus-kv-cache-query={query}"]), environ={})
+    settings = settings_from_args(parser.parse_args([f"--inferno-prometheus-kv-cache-query={query}"]), environ={})
     assert settings.signal_queries is not None
     assert settings.signal_queries.kv_cache == query
     assert settings.signal_queries.for_role().kv_cache == query  # the user's query is theirs to narrow
-    with pytest.raises(InfernoSettingsError, match=re.escape("--prometheus-waiting-query: not a valid template")):
-        settings_from_args(parser.parse_args(["--prometheus-waiting-query=x $"]), environ={})
+    message = "--inferno-prometheus-waiting-query: not a valid template"
+    with pytest.raises(InfernoSettingsError, match=re.escape(message)):
+        settings_from_args(parser.parse_args(["--inferno-prometheus-waiting-query=x $"]), environ={})
