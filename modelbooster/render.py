@@ -29,7 +29,6 @@ are another's of the input) or cannot be synthesized; 2 an input or the argument
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -41,9 +40,11 @@ from modelbooster.output import OUTPUT_FORMATS, format_objects
 from reconciler.modelbooster.synthesis import (
     DEFAULT_DOWNLOADER_IMAGE,
     DEFAULT_RUNTIME_IMAGE,
+    UNOWNED_PREFIX,
     SynthesisError,
     SynthesisSettings,
     synthesize,
+    unowned_uid,
 )
 from shared.api.modelbooster import ModelBooster
 from shared.autoscaling_generations import UNDECLARED_FIELDS, Generation, generation_of_release
@@ -67,7 +68,6 @@ DEFAULT_NAMESPACE = "default"
 # Children select and own by the ModelBooster's uid, which only the API server assigns. Synthesis runs with this
 # one when the input has none; the children printed then carry no owner reference and a stand-in (`_unowned`).
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
-UNOWNED_PREFIX = "unowned-"
 
 PROG = "modelbooster render"
 
@@ -262,7 +262,7 @@ UNOWNED_NOTE = (
     f"{PROG}: no metadata.uid, so the children carry no owner reference (the garbage collector deletes children "
     f"whose owner does not exist) and {LABEL_MODEL_UID}: {UNOWNED_PREFIX}<digest>; once the ModelBooster is "
     "created, the reconciler adopts them: it adds its owner reference and uid label without restarting pods, and its "
-    "ModelServer finds those pods after a rollout (modelbooster rollout). Owned children from the start: kubectl get "
+    "ModelServer selects those pods by the stand-in until a rollout. Owned children from the start: kubectl get "
     "modelbooster NAME -o yaml | modelbooster render -f -"
 )
 
@@ -271,8 +271,7 @@ def _unowned(children: list[dict[str, Any]], *, booster: ModelBooster) -> list[d
     """The children of a ModelBooster the API server has not seen: without an owner reference (one naming a uid
     no object has is deleted by the garbage collector), and with a stand-in of the model's own for the uid in
     labels and selectors (a shared one would let one model's ModelServer select another's pods)."""
-    key = f"{booster.metadata.namespace}/{booster.metadata.name}".encode()
-    standin = UNOWNED_PREFIX + hashlib.sha256(key).hexdigest()[:16]
+    standin = unowned_uid(str(booster.metadata.namespace), str(booster.metadata.name))
     for child in children:
         child["metadata"].pop("ownerReferences", None)
     return [_replaced(child, PLACEHOLDER_UID, standin) for child in children]

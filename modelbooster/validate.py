@@ -50,7 +50,7 @@ from shared.errors import FieldError, format_denial
 from shared.inferno_validation import InfernoIssue, InfernoObjectError, parse_inferno_object, validate_inferno_objects
 from shared.name_collisions import Member, collisions
 from shared.ratchet import carried_warnings
-from shared.validation import validate_modelbooster, validate_update
+from shared.validation import name_given, validate_modelbooster, validate_update
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -185,11 +185,13 @@ class _Checked:
 
 def _check_modelbooster(manifest: Manifest, *, old: Mapping[str, Any] | None) -> _Checked:
     defaulted = apply_defaults(manifest.obj)
+    # The API server refuses an object without a name before admission: the webhook's rules never see it.
+    unnamed = list(name_given(_metadata(manifest.obj)))
     stored = old if old is not None and _same_object(old, manifest.obj) else None
     if stored is None:
-        return _Checked(manifest, defaulted, errors=validate_modelbooster(defaulted.obj))
+        return _Checked(manifest, defaulted, errors=[*unnamed, *validate_modelbooster(defaulted.obj)])
     verdict = validate_update(defaulted.obj, old=stored)
-    return _Checked(manifest, defaulted, errors=verdict.errors, carried=verdict.carried)
+    return _Checked(manifest, defaulted, errors=[*unnamed, *verdict.errors], carried=verdict.carried)
 
 
 def _add_collisions(checks: Sequence[_Checked], *, labels: _Labels) -> None:

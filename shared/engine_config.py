@@ -136,7 +136,7 @@ def engine_port(workers: Sequence[ModelWorker], *, default: int = DEFAULT_ENGINE
 # KV connector (docs/design/validation.md §6, item 6)
 
 
-def _short_json(value: Mapping[str, Any], limit: int = 120) -> str:
+def short_json(value: Mapping[str, Any], limit: int = 120) -> str:
     """The object as compact JSON for a message, cut at `limit` characters (it is the user's, of any size)."""
     text = json.dumps(value, separators=(",", ":"), default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -156,7 +156,7 @@ def _worker_connector(kind: str, worker: ModelWorker) -> str | None:
     if not isinstance(raw, str):
         message = f"worker {kind}: kv-transfer-config must be a JSON string, got {go_type_name(raw)}"
         if isinstance(raw, Mapping):  # written as a YAML map: vLLM's flag takes the object as one JSON string
-            message += f"; write the object as a string: kv-transfer-config: '{_short_json(raw)}'"
+            message += f"; write the object as a string: kv-transfer-config: '{short_json(raw)}'"
         raise KvConnectorError(message)
     try:
         transfer = config_mapping(json.loads(raw))

@@ -16,6 +16,7 @@ from reconciler.modelbooster.events import Event, field_not_served, reconciled
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
 from reconciler.modelbooster.lora import LoraPlan, LoraUpdater
 from reconciler.modelbooster.metrics import ModelBoosterMetrics
+from reconciler.modelbooster.pod_selection import selecting_running_pods
 from reconciler.modelbooster.prune import Pruned, delete_stale, stale_children
 from reconciler.modelbooster.rendering import Invalid, parse, render, render_with_adapters
 from reconciler.modelbooster.rollout import (
@@ -125,7 +126,7 @@ class ModelBoosterReconciler:
         desired, pruned_fields = self.children.fit.fit(typed_uid(typed), desired)
         await self._post(booster, [field_not_served(message) for message in pruned_fields])
         plan, decisions = self._decide(booster, typed, desired)
-        desired = decisions.applied_to(plan.desired)
+        desired = selecting_running_pods(booster, decisions.applied_to(plan.desired))
         applied = await self._apply(key, booster, desired, decisions)
         if applied.namespace_terminating:
             self.namespaces.skip(key.namespace, "its ModelBoosters are")

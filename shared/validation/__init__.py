@@ -7,10 +7,12 @@ docs/design/validation.md.
 
 from shared.validation.autoscaling import COST_EXPANSION_WITHOUT_MODEL_LEVEL, MIN_ONE_WITH_BACKEND_LEVEL
 from shared.validation.entry import parse_defaulted, parse_modelbooster, validate_modelbooster, validate_update
+from shared.validation.names import name_given
 
 __all__ = [
     "COST_EXPANSION_WITHOUT_MODEL_LEVEL",
     "MIN_ONE_WITH_BACKEND_LEVEL",
+    "name_given",
     "parse_defaulted",
     "parse_modelbooster",
     "validate_modelbooster",

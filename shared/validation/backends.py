@@ -4,11 +4,21 @@ names that must not repeat (docs/design/validation.md §3, §6).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
 from shared.api.modelbooster import SUPPORTED_BACKEND_TYPES, ModelBackend
-from shared.engine_config import EnginePortError, KvConnectorError, engine_port, kv_connector
+from shared.engine_config import (
+    CONFIG_KEY_KV_TRANSFER,
+    ConfigError,
+    EnginePortError,
+    KvConnectorError,
+    config_mapping,
+    engine_port,
+    kv_connector,
+    short_json,
+    worker_type,
+)
 from shared.errors import FieldError, duplicate, invalid
 from shared.quantity import PATTERN_MESSAGE, check_quantity, pattern_message
 from shared.validation.reads import backend_fields, reads
@@ -59,13 +69,34 @@ def kv_connectors(backends: Sequence[ModelBackend], *, readable: Sequence[bool])
     """The KV connector of each backend whose workers are `readable` (their configs and their prefill/decode
     pair are valid)."""
     for i, backend in enumerate(backends):
-        if readable[i]:
+        written_as_map = list(_kv_transfer_maps(i, backend))
+        yield from written_as_map
+        if readable[i] and not written_as_map:
             try:
                 kv_connector(backend.name, backend.workers)
             except KvConnectorError as kv_error:
                 yield invalid(
                     f"spec.backends[{i}].workers", backend.name, f"invalid kv connector configuration: {kv_error}"
                 )
+
+
+def _kv_transfer_maps(index: int, backend: ModelBackend) -> Iterator[FieldError]:
+    """A prefill/decode worker's `kv-transfer-config` written as a YAML map, at its own path: vLLM's flag takes the
+    object as one JSON string (the reference said `got map[string]interface {}` at `workers`)."""
+    for j, worker in enumerate(backend.workers):
+        if worker_type(worker) not in ("prefill", "decode"):
+            continue
+        try:
+            config = config_mapping(worker.config)
+        except ConfigError:
+            continue  # said by the config rule
+        raw = (config or {}).get(CONFIG_KEY_KV_TRANSFER)
+        if isinstance(raw, Mapping):
+            yield invalid(
+                f"spec.backends[{index}].workers[{j}].config.{CONFIG_KEY_KV_TRANSFER}",
+                "object",
+                f"must be a JSON string, not a map; write it as {CONFIG_KEY_KV_TRANSFER}: '{short_json(raw)}'",
+            )
 
 
 def duplicates(backends: Sequence[ModelBackend]) -> Iterator[FieldError]:

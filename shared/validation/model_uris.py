@@ -8,7 +8,7 @@ import posixpath
 from collections.abc import Iterator, Sequence
 
 from shared.api.modelbooster import ModelBackend
-from shared.errors import FieldError, invalid
+from shared.errors import FieldError, invalid, required
 from shared.gotext import go_quote
 from shared.uris import HOSTPATH_SCHEME, PVC_SCHEME
 from shared.validation.reads import backend_fields, reads
@@ -40,6 +40,13 @@ def _cache_uri_error(index: int, backend: ModelBackend) -> FieldError | None:
 
 
 def _pvc_reachability(path: str, *, model_uri: str, cache_uri: str) -> FieldError | None:
+    if not cache_uri:  # the reference's words below suit a wrong cacheURI, not a missing one
+        claim = model_uri.removeprefix(PVC_SCHEME).strip("/").split("/")[0] or "<claimName>"
+        return required(
+            f"{path}.cacheURI",
+            f"a pvc:// modelURI is read through the PVC that cacheURI names; set cacheURI: pvc://{claim} (the "
+            "claim that holds the model, the first segment of modelURI)",
+        )
     if not cache_uri.startswith(PVC_SCHEME):
         return invalid(
             f"{path}.cacheURI",

@@ -5,11 +5,13 @@ are created), and the LoRA adapter names a backend and the generated ModelRoute 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from shared.api.modelbooster import ModelBackend, ModelBooster
 from shared.constants import MAX_ROUTE_LORA_ADAPTERS, MAX_ROUTE_RULES
-from shared.errors import FieldError, invalid
+from shared.errors import FieldError, invalid, required
+from shared.gotext import go_quote
 from shared.naming import (
     SUBDOMAIN_DETAIL,
     backend_resource_name,
@@ -25,6 +27,13 @@ from shared.validation.reads import backend_fields, reads
 def object_name_fits(name: str) -> bool:
     """`metadata.name` is absent (generateName) or a DNS-1123 subdomain."""
     return not name or is_dns1123_subdomain(name)
+
+
+def name_given(metadata: Mapping[str, Any]) -> Iterator[FieldError]:
+    """The API server's own check on CREATE, made before any webhook sees the object (so only the CLI needs it): a
+    name, or a generateName to make one of. Its words."""
+    if not metadata.get("name") and not metadata.get("generateName"):
+        yield required("metadata.name", "name or generateName is required")
 
 
 def object_name(name: str) -> Iterator[FieldError]:
@@ -52,6 +61,9 @@ def generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterat
     if not model_name:  # generateName: the name is not known yet
         return
     # Every backend's pods hold the model downloader, named after the model alone: checked once for all.
+    if "." in model_name:  # a valid object name, but no part of a label: every child name would fail for it
+        yield _dotted_name(model_name, backends)
+        return
     downloader = model_downloader_name(model_name)
     downloader_ok = is_dns1123_label(downloader)
     for i, backend in enumerate(backends):
@@ -79,6 +91,19 @@ def generated_names(model_name: str, backends: Sequence[ModelBackend]) -> Iterat
             if not is_dns1123_label(container):
                 fields = backend_fields(i, "name", "type")
                 yield _container_name_error(fields[0], container, made_of=fields)
+
+
+def _dotted_name(model_name: str, backends: Sequence[ModelBackend]) -> FieldError:
+    child = backend_resource_name(model_name, backends[0].name) if backends else model_name
+    error = invalid(
+        "metadata.name",
+        model_name,
+        f"a '.' is not allowed: the name begins every child's name (the ModelServing and ModelServer "
+        f"<metadata.name>-<backend name>, here {go_quote(child)}, and the names Kthena makes of it for their pods), "
+        f"which must be DNS-1035 labels: lowercase letters, digits and '-'; use e.g. "
+        f"{go_quote(model_name.replace('.', '-'))}",
+    )
+    return reads(error, "metadata.name", *(f"spec.backends[{i}].name" for i in range(len(backends))))
 
 
 def _container_name_error(path: str, container: str, *, made_of: tuple[str, ...]) -> FieldError:

@@ -52,11 +52,10 @@ def _worker_type_errors(i: int, backend: ModelBackend) -> Iterator[FieldError]:
     workers = backend.workers
     if kind in _SINGLE_WORKER_TYPES:
         if len(workers) != 1:
-            yield invalid(
-                f"spec.backends[{i}].workers",
-                len(workers),
-                f"If backend type is '{kind}', there must be exactly one worker",
-            )
+            detail = f"If backend type is '{kind}', there must be exactly one worker"
+            if kind == "vLLM" and {worker_type(worker) for worker in workers} & {"prefill", "decode"}:
+                detail += "; for prefill and decode workers use type: vLLMDisaggregated"
+            yield invalid(f"spec.backends[{i}].workers", len(workers), detail)
         elif worker_type(workers[0]) != "server":
             yield invalid(
                 f"spec.backends[{i}].workers[0].type",

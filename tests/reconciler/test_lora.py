@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,11 +12,14 @@ from aiohttp import web
 
 from reconciler.modelbooster import rendering
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVING
-from reconciler.modelbooster.synthesis import synthesize
+from reconciler.modelbooster.pod_selection import template_uid
+from reconciler.modelbooster.synthesis import synthesize, unowned_uid
 from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from reconciler.runtime.kinds import POD
 from reconciler.runtime.source import ObjectKey
+from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS, Cluster, RunningReconciler, backend, booster, eventually, quiet
+from tests.reconciler.test_rendered_children import rendered
 
 
 class FakeRuntime:
@@ -304,3 +308,26 @@ async def test_synthesis_runs_once_a_reconcile_and_once_more_for_a_template_kept
     assert len(calls) == 2  # the spec's adapters, and the template's the ModelServing keeps
     assert "chat" in calls[0]
     assert "chat" not in calls[1]
+
+
+
+@pytest.mark.usefixtures("reconciler")
+async def test_an_adapter_change_of_an_adopted_template_rolls_it_and_never_calls_its_pods(
+    cluster: Cluster, fake: FakeApiServer, runtime: FakeRuntime, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Children `modelbooster render` printed without a uid, applied, then adopted with their template kept: the
+    pods carry the model's stand-in uid label, which the ModelServer follows (pod_selection.py), but the LoRA
+    updater calls only pods with the ModelBooster's uid label. It never needs to call these: a kept older template
+    says nothing of the adapters it runs, so an adapter change rolls it, and the new pods carry the uid."""
+    obj = booster("m", dynamic_backend(runtime.port, "sql"))
+    children, _ = rendered(obj, tmp_path, capsys)
+    for child in children:
+        fake.create(child)
+    uid = str(cluster.create_booster(obj)["metadata"]["uid"])
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True")
+    standin = unowned_uid(NS, "m")
+    await running_pod(cluster, "m-a-0", uid=standin)
+    await set_adapters(cluster, "sql", "chat")
+    await eventually(lambda: template_uid(cluster.get(MODEL_SERVING, "m-a") or {}) == uid, message="rolled")
+    await quiet(0.3)
+    assert runtime.calls == []

@@ -1,12 +1,14 @@
 """`modelbooster render | kubectl apply -f -` and then the ModelBooster itself (issue 38): children rendered from a
 manifest without `metadata.uid` carry no owner reference (one naming a uid no object has is garbage-collected), and
 when the ModelBooster is created the reconciler adopts them (docs/design/reconciler.md §4) without changing a
-ModelServing's pod template (§16: taken over as it runs), so no pod restarts."""
+ModelServing's pod template (§16: taken over as it runs), so no pod restarts; its ModelServer selects those pods by
+the stand-in uid label they carry until a rollout gives them the real one (§16, "The pods' uid label")."""
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,9 @@ import yaml
 
 from modelbooster import render as render_cli
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_ROUTE, MODEL_SERVER, MODEL_SERVING
+from reconciler.modelbooster.synthesis import unowned_uid
 from shared.constants import LABEL_MODEL_UID
+from shared.rollout import ANNOTATION_ROLLOUT
 from tests.fakeapi.server import FakeApiServer
 from tests.reconciler.harness import NS, Cluster, RunningReconciler, booster, eventually, quiet
 
@@ -91,17 +95,41 @@ async def test_the_reconciler_adopts_rendered_children_without_changing_a_pod_te
     await eventually(lambda: all(cluster.names(kind, NS) == [] for kind in KINDS), message="garbage-collected")
 
 
+def selected_and_carried(cluster: Cluster) -> tuple[str, str]:
+    """The uid label the ModelServer selects by, and the one the ModelServing's entry pods carry."""
+    selector = (cluster.get(MODEL_SERVER, "m-a") or {})["spec"]["workloadSelector"]["matchLabels"]
+    template = (cluster.get(MODEL_SERVING, "m-a") or {})["spec"]["template"]["roles"][0]["entryTemplate"]
+    return selector[LABEL_MODEL_UID], template["metadata"]["labels"][LABEL_MODEL_UID]
 
-@pytest.mark.xfail(strict=True, reason="the reconciler selects adopted pods by its uid, which a pod template taken "
-                   "over as it runs does not carry until a rollout; left for the reconciler (issue 38, point 2)")
+
 async def test_the_adopted_model_server_selects_the_running_pods(
     cluster: Cluster, fake: FakeApiServer, reconciler: RunningReconciler, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    _, uid = applied_then_created(cluster, fake, tmp_path, capsys)
+    applied, uid = applied_then_created(cluster, fake, tmp_path, capsys)
     await eventually(lambda: cluster.condition("m", "Initialized") == "True", message="Initialized")
     await quiet(0.3)
-    selector = (cluster.get(MODEL_SERVER, "m-a") or {})["spec"]["workloadSelector"]["matchLabels"]
-    template = (cluster.get(MODEL_SERVING, "m-a") or {})["spec"]["template"]["roles"][0]["entryTemplate"]
-    assert selector[LABEL_MODEL_UID] == uid
-    assert template["metadata"]["labels"][LABEL_MODEL_UID] == uid
+    # The pods keep the stand-in they were created with (no restart), and the ModelServer routes to them at once.
+    assert selected_and_carried(cluster) == (unowned_uid(NS, "m"), unowned_uid(NS, "m"))
+    assert (cluster.get(MODEL_SERVING, "m-a") or {})["spec"]["template"] == applied["spec"]["template"]
+    assert (cluster.get(MODEL_SERVER, "m-a") or {})["metadata"]["labels"][LABEL_MODEL_UID] == uid
+    # A rollout moves the pods to the current rendering, and the ModelServer back to the real uid.
+    await cluster.patch(MODEL_BOOSTER, "m", {"metadata": {"annotations": {ANNOTATION_ROLLOUT: "now"}}})
+    await eventually(lambda: selected_and_carried(cluster) == (uid, uid), message="selects by the uid again")
+
+
+async def test_a_template_carrying_another_uid_label_is_not_followed(
+    cluster: Cluster, fake: FakeApiServer, reconciler: RunningReconciler, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Only this model's own stand-in is followed: a template taken over with another model's uid label (copied,
+    or another model's stand-in) does not make this model's ModelServer select that model's pods."""
+    obj = booster("m")
+    children, _ = rendered(obj, tmp_path, capsys)
+    other = unowned_uid(NS, "other")
+    for child in children:
+        fake.create(copy.deepcopy(json.loads(json.dumps(child).replace(unowned_uid(NS, "m"), other))))
+    uid = str(cluster.create_booster(obj)["metadata"]["uid"])
+    await eventually(lambda: cluster.condition("m", "Initialized") == "True", message="Initialized")
+    await quiet(0.3)
+    assert selected_and_carried(cluster) == (uid, other)

@@ -10,6 +10,7 @@ from reconciler.modelbooster.synthesis.autoscaling import (
 )
 from reconciler.modelbooster.synthesis.errors import SynthesisError
 from reconciler.modelbooster.synthesis.labels import revision_digest
+from reconciler.modelbooster.synthesis.owner import UNOWNED_PREFIX, unowned_uid
 from reconciler.modelbooster.synthesis.settings import (
     DEFAULT_DOWNLOADER_IMAGE,
     DEFAULT_RUNTIME_IMAGE,
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_DOWNLOADER_IMAGE",
     "DEFAULT_RUNTIME_IMAGE",
     "DEFAULT_SGLANG_IMAGE",
+    "UNOWNED_PREFIX",
     "SynthesisError",
     "SynthesisSettings",
     "autoscaled_backends",
@@ -29,4 +31,5 @@ __all__ = [
     "revision_digest",
     "role_scaled_backends",
     "synthesize",
+    "unowned_uid",
 ]

@@ -112,12 +112,6 @@ def test_matching_kv_connectors_pass_including_mooncake_and_its_v1() -> None:
             kv("NixlConnector", "kv_producer"),
             'worker decode: invalid kv_role "kv_producer", expected one of [kv_consumer, kv_both]',
         ),
-        (
-            {"kv-transfer-config": {"kv_connector": "NixlConnector"}},
-            None,
-            "worker prefill: kv-transfer-config must be a JSON string, got map[string]interface {}; write the object "
-            "as a string: kv-transfer-config: '{\"kv_connector\":\"NixlConnector\"}'",
-        ),
         ({"kv-transfer-config": 5}, None, "worker prefill: kv-transfer-config must be a JSON string, got float64"),
         (
             {"kv-transfer-config": '{"kv_role": "kv_both"}'},
@@ -139,6 +133,19 @@ def test_matching_kv_connectors_pass_including_mooncake_and_its_v1() -> None:
 )
 def test_kv_connector_errors(prefill: dict[str, Any] | None, decode: dict[str, Any] | None, detail: str) -> None:
     assert lines(pd(prefill, decode)) == [KV_PREFIX + detail]
+
+
+def test_kv_transfer_config_written_as_a_map_is_reported_at_its_own_key_with_the_string_to_write() -> None:
+    """Not at `workers` with the backend's name and a Go type (the reference's `got map[string]interface {}`): at
+    the key, for each worker that wrote it so, and nothing else about the connector until it is a string."""
+    obj = pd({"kv-transfer-config": {"kv_connector": "NixlConnector"}},
+             {"kv-transfer-config": {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}})  # fmt: skip
+    assert lines(obj) == [
+        'spec.backends[0].workers[0].config.kv-transfer-config: Invalid value: "object": must be a JSON string, not '
+        "a map; write it as kv-transfer-config: '{\"kv_connector\":\"NixlConnector\"}'",
+        'spec.backends[0].workers[1].config.kv-transfer-config: Invalid value: "object": must be a JSON string, not '
+        "a map; write it as kv-transfer-config: '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_consumer\"}'",
+    ]
 
 
 def test_kv_transfer_config_that_is_not_json_names_the_parse_problem() -> None:

@@ -20,8 +20,15 @@ PVC_CACHE_DETAIL = (
 def test_pvc_model_needs_a_pvc_cache() -> None:
     obj = modelbooster(backend(modelURI="pvc:///models/qwen", cacheURI="hostpath://cache"))
     assert lines(obj) == [f'spec.backends[0].cacheURI: Invalid value: "hostpath://cache": {PVC_CACHE_DETAIL}']
-    assert lines(modelbooster(backend(modelURI="pvc:///models/qwen"))) == [
-        f'spec.backends[0].cacheURI: Invalid value: "": {PVC_CACHE_DETAIL}'
+
+
+@pytest.mark.parametrize("model_uri", ["pvc:///models/qwen", "pvc://models/qwen"])
+def test_a_pvc_model_without_a_cache_is_told_the_cache_is_required_and_which_claim(model_uri: str) -> None:
+    """Missing, not wrong: Required, and the claim to name (modelURI's first segment), without the reference's
+    long text about a wrong cacheURI and its three-slash example."""
+    assert lines(modelbooster(backend(modelURI=model_uri))) == [
+        "spec.backends[0].cacheURI: Required value: a pvc:// modelURI is read through the PVC that cacheURI names; "
+        "set cacheURI: pvc://models (the claim that holds the model, the first segment of modelURI)"
     ]
 
 

@@ -50,9 +50,14 @@ def test_generated_names_longer_than_63_characters_are_rejected() -> None:
     assert lines(obj) == [f'spec.backends[0].name: Invalid value: "{"m" * 30}-{"b" * 33}": {GENERATED_NAME_DETAIL}']
 
 
-def test_a_dotted_model_name_cannot_make_a_label_value() -> None:
-    assert lines(modelbooster(backend("a"), name="llama.v3")) == [
-        f'spec.backends[0].name: Invalid value: "llama.v3-a": {GENERATED_NAME_DETAIL}'
+def test_a_dotted_model_name_is_blamed_on_its_dot_not_on_a_length() -> None:
+    """A valid object name (a DNS-1123 subdomain), but every child's name begins with it and takes no dot: one
+    error, at metadata.name, naming the fault and a name that works; for every backend at once."""
+    assert lines(modelbooster(backend("a"), backend("b"), name="llama.v3")) == [
+        'metadata.name: Invalid value: "llama.v3": a \'.\' is not allowed: the name begins every child\'s name (the '
+        'ModelServing and ModelServer <metadata.name>-<backend name>, here "llama.v3-a", and the names Kthena makes '
+        "of it for their pods), which must be DNS-1035 labels: lowercase letters, digits and '-'; use e.g. "
+        '"llama-v3"'
     ]
 
 

@@ -200,6 +200,17 @@ def pd(prefill: str, decode: str) -> list[dict[str, Any]]:
           'mismatch between prefill ("NixlConnector") and decode ("MooncakeConnectorV1") workers; prefill and '
           "decode must use the same kv connector"]),
         ({"type": "vLLMDisaggregated", "workers": pd("MooncakeConnector", "MooncakeConnectorV1")}, []),
+        ({"type": "vLLMDisaggregated",
+          "workers": [worker(type="prefill", config={"kv-transfer-config": {"kv_connector": "NixlConnector"}}),
+                      worker(type="decode")]},
+         ['spec.backend.workers[0].config.kv-transfer-config: Invalid value: "object": must be a JSON string, not a '
+          "map; write it as kv-transfer-config: '{\"kv_connector\":\"NixlConnector\"}'"]),
+        ({"modelURI": "pvc://models/qwen"},
+         ["spec.backend.cacheURI: Required value: a pvc:// modelURI is read through the PVC that cacheURI names; set "
+          "cacheURI: pvc://models (the claim that holds the model, the first segment of modelURI)"]),
+        ({"workers": [worker(type="prefill"), worker(type="decode")]},
+         ["spec.backend.workers: Invalid value: 2: If backend type is 'vLLM', there must be exactly one worker; for "
+          "prefill and decode workers use type: vLLMDisaggregated"]),
         ({"type": "MindIE"},
          ['spec.backend.type: Invalid value: "MindIE": not supported yet; supported: vLLM, vLLMDisaggregated, SGLang']),
         ({"name": "b" * 62},
@@ -208,7 +219,7 @@ def pd(prefill: str, decode: str) -> list[dict[str, Any]]:
           "value); shorten metadata.name or the backend name"]),
     ],
     ids=["replica-bound", "image", "worker-count", "worker-type", "port", "ports-differ", "pvc-cache", "pvc-dotdot",
-         "kv-mismatch", "mooncake-compatible", "sglang", "generated-name"],
+         "kv-mismatch", "mooncake-compatible", "kv-map", "pvc-no-cache", "pd-as-vllm", "sglang", "generated-name"],
 )  # fmt: skip
 def test_the_newer_lines_rules_at_its_paths(fields: dict[str, Any], expected: list[str]) -> None:
     obj = single_modelbooster(single_backend(**fields))

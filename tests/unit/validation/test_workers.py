@@ -73,6 +73,18 @@ def test_disaggregated_workers_must_be_prefill_or_decode() -> None:
     ]
 
 
+def test_vllm_with_prefill_and_decode_workers_gets_the_reference_error_and_the_type_to_use() -> None:
+    obj = modelbooster(backend(type="vLLM", workers=pd_workers()))
+    assert lines(obj) == [
+        "spec.backends[0].workers: Invalid value: 2: If backend type is 'vLLM', there must be exactly one worker; "
+        "for prefill and decode workers use type: vLLMDisaggregated",
+    ]
+    # Two servers are not a disaggregated backend: the reference's words alone.
+    assert lines(modelbooster(backend(type="vLLM", workers=[worker(), worker()]))) == [
+        "spec.backends[0].workers: Invalid value: 2: If backend type is 'vLLM', there must be exactly one worker",
+    ]
+
+
 def test_sglang_with_two_workers_gets_the_reference_error_and_ours() -> None:
     obj = modelbooster(backend(type="SGLang", workers=[worker(), worker()]))
     assert lines(obj) == [
