@@ -1,8 +1,9 @@
 """A steady, bounded stream of ModelBooster writes through the API server, and what became of each one.
 
 Per second (`rate` 11): five creates and five updates, alternating, then one server-side dry run of an object
-only the validating webhook refuses (an `SGLang` backend). Every write sets a worker's `pods: 0`, which the
-mutating webhook turns into 1 with a warning, so each answer tells whether the webhooks ran:
+only the validating webhook refuses (a `MindIE` backend, which no engine of ours serves). Every write sets a
+worker's `pods: 0`, which the mutating webhook turns into 1 with a warning, so each answer tells whether the
+webhooks ran:
 
 | outcome | meaning |
 |---|---|
@@ -357,7 +358,7 @@ class Load:
 
     async def _probe(self, session: aiohttp.ClientSession, number: int) -> None:
         name = f"probe-{number:06d}"
-        body = modelbooster(name=name, namespace=self.namespace, backend_type="SGLang")
+        body = modelbooster(name=name, namespace=self.namespace, backend_type="MindIE")
         sent = time.monotonic()
         status, text, _ = await self._send(session, "POST", self._path() + "?dryRun=All", body, "application/json")
         message = _message(text)
@@ -368,7 +369,7 @@ class Load:
                 sent=sent,
                 outcome="unchecked",
                 status=status,
-                message="an SGLang backend was admitted",
+                message="a MindIE backend was admitted",
             )
         elif DENIAL_MARK in message:
             self._record("probe", name=name, sent=sent, outcome="refused", status=status)
