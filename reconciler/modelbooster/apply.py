@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from reconciler.modelbooster.collisions import conflict_message
 from reconciler.modelbooster.events import Written
 from reconciler.modelbooster.kinds import MODEL_BOOSTER, MODEL_SERVING
+from reconciler.modelbooster.rollout import TemplateRecord
 from reconciler.modelbooster.status import Findings
 from reconciler.runtime.apply import ChildOutcome, ChildTerminating, Desired, NotControlledError, ensure_child
 from reconciler.runtime.client import ApiError, KubeClient
@@ -140,21 +141,54 @@ def _written(child: Desired, result: ChildOutcome, *, updated: bool) -> Applied:
     )
 
 
+RECORD_ATTEMPTS: Final = 3
+
+
 async def record_templates(
-    client: KubeClient, servings: Informer, corrections: Sequence[tuple[Desired, dict[str, Any]]], *, manager: str
+    client: KubeClient, servings: Informer, corrections: Sequence[TemplateRecord], *, manager: str
 ) -> Findings:
-    """Write each template-digest correction (rollout.digest_corrections) to its ModelServing."""
+    """Write each template-digest correction (rollout.digest_corrections) to its ModelServing, on condition that
+    the object is still the one our write returned. Someone may write it in between: a write that left the
+    pod-shaping spec as we stored it (a label, an autoscaler's replicas) is written over again, at most
+    `RECORD_ATTEMPTS` times; one that changed it is theirs to be judged by the next reconcile (their write's
+    event brings it), and nothing is recorded now: recording would make their edit ours."""
     failures: list[str] = []
     unavailable = 0
-    for child, patch in corrections:
+    for record in corrections:
         try:
-            written = await client.patch(MODEL_SERVING, child.namespace, child.name, patch, field_manager=manager)
+            written = await _record_template(client, record, manager=manager)
         except ApiError as error:
-            failures.append(f"recording the template of {child.ref()} failed: {error}")
+            failures.append(f"recording the template of {record.child.ref()} failed: {error}")
             unavailable += is_unavailable(error)
             continue
-        servings.write_through(written)
+        if written is not None:
+            servings.write_through(written)
     return Findings(failures=tuple(failures), unavailable=unavailable)
+
+
+async def _record_template(client: KubeClient, record: TemplateRecord, *, manager: str) -> dict[str, Any] | None:
+    """The ModelServing with the digest recorded, or None when someone changed its pod-shaping spec since."""
+    child, version = record.child, metadata(record.stored).get("resourceVersion")
+    for _ in range(RECORD_ATTEMPTS):
+        try:
+            return await client.patch(
+                MODEL_SERVING, child.namespace, child.name, record.patch(version), field_manager=manager
+            )
+        except ApiError as error:
+            if error.not_found:
+                return None
+            if not error.conflict:
+                raise
+        try:
+            fresh = await client.get(MODEL_SERVING, child.namespace, child.name)
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+        if not record.still_ours(fresh):
+            return None
+        version = metadata(fresh).get("resourceVersion")
+    return None
 
 
 async def still_current(client: KubeClient, booster: dict[str, Any]) -> bool:

@@ -216,9 +216,8 @@ class ModelBoosterReconciler:
         return applied
 
     async def _record_templates(self, decisions: Decisions, applied: Applied) -> Findings:
-        written = [name for name, result in applied.servings.items() if result.action != "unchanged"]
+        corrections = digest_corrections(decisions, applied.servings)
         servings = self.children[MODEL_SERVING]
-        corrections = digest_corrections(decisions, written, servings)
         return await record_templates(self.client, servings, corrections, manager=self.field_manager)
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,6 +19,7 @@ from reconciler.modelbooster.scaled_fields import role_replica_paths
 from reconciler.modelbooster.synthesis.labels import stamp_revision
 from reconciler.runtime.apply import (
     REPLICAS_PATH,
+    ChildOutcome,
     Desired,
     adoptable,
     is_subset,
@@ -406,24 +407,38 @@ def rollout_hint(key: ObjectKey) -> str:
     )
 
 
-def digest_corrections(
-    decisions: Decisions, written: Collection[str], servings: Informer | None
-) -> list[tuple[Desired, dict[str, Any]]]:
+@dataclass(frozen=True)
+class TemplateRecord:
+    """One correction of a ModelServing's recorded template digest (`digest_corrections`)."""
+
+    child: Desired
+    stored: dict[str, Any]  # the object our write returned
+    digest: str  # the digest of its pod-shaping spec: what the server stored for us
+
+    def patch(self, resource_version: Any) -> dict[str, Any]:
+        """The annotation, on condition that the object is still at `resource_version` (a merge patch carrying
+        a resourceVersion is refused with a conflict otherwise)."""
+        return {"metadata": {"resourceVersion": resource_version, "annotations": {ANNOTATION_TEMPLATE: self.digest}}}
+
+    def still_ours(self, fresh: Mapping[str, Any]) -> bool:
+        """Whether `fresh` is the same object with the pod-shaping spec our write stored."""
+        same = metadata(dict(fresh)).get("uid") == metadata(self.stored).get("uid")
+        return same and template_digest(fresh, scaled=scaled_paths(self.child)) == self.digest
+
+
+def digest_corrections(decisions: Decisions, outcomes: Mapping[str, ChildOutcome]) -> list[TemplateRecord]:
     """Where the server stored something else than the digest a write of the current rendering recorded (a
-    mutating webhook): the ModelServing and the patch that records what it stored (the annotation only).
-    `written`: the ModelServings the reconcile wrote."""
-    if servings is None:
-        return []
+    mutating webhook): what to record instead. `outcomes`: by ModelServing name, what applying it did.
+
+    Judged from the object our own write returned, never from the cache: by now the cache may hold someone's
+    edit made just after our write, and recording its digest would make their edit ours, kept for good."""
     corrections = []
     for name, rendering in decisions.renderings.items():
-        if rendering.written is None or name not in written:
+        outcome = outcomes.get(name)
+        if rendering.written is None or outcome is None or outcome.stored is None:
             continue  # nothing written, nothing recorded to correct
-        child = rendering.desired
-        stored = servings.get(child.namespace, name)
-        if stored is None:
-            continue
-        whole = full_object(stored)
-        actual = template_digest(whole, scaled=scaled_paths(child))
-        if (metadata(whole).get("annotations") or {}).get(ANNOTATION_TEMPLATE) != actual:
-            corrections.append((child, {"metadata": {"annotations": {ANNOTATION_TEMPLATE: actual}}}))
+        stored = outcome.stored
+        actual = template_digest(stored, scaled=scaled_paths(rendering.desired))
+        if (metadata(stored).get("annotations") or {}).get(ANNOTATION_TEMPLATE) != actual:
+            corrections.append(TemplateRecord(rendering.desired, stored, actual))
     return corrections

@@ -36,7 +36,7 @@ Strategy (and why):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reconciler.runtime.client import ApiError, KubeClient
@@ -320,6 +320,9 @@ class ChildOutcome:
     removed: tuple[str, ...] = ()
     # Foreign fields left as they are because someone re-adds them each time (RemovalHistory).
     kept: tuple[str, ...] = ()
+    # The child as our last write of this reconcile returned it (None when nothing was written): what the server
+    # stored for us. The cache may already hold someone's later write, which must never be taken for ours.
+    stored: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def adoptable(live: dict[str, Any], *, owner_uid: str, selector: Mapping[str, str]) -> bool:
@@ -386,25 +389,28 @@ async def ensure_child(
                 raise ChildTerminating(desired, live) from None
         else:
             cache.write_through(created)
-            return ChildOutcome(desired, "replaced" if replaced else "created")
+            return ChildOutcome(desired, "replaced" if replaced else "created", stored=created)
     live = full_object(live)  # the cache may hold a lean entry: compare with the whole object
     action: Action = "updated"
+    stored: dict[str, Any] | None = None
     if not is_controlled_by(live, owner_uid):
         if not await can_adopt():
             raise NotControlledError(desired, live, owner)
         # The apply below sets our controller reference (ownerReferences merge by uid) with everything else.
         live, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
         cache.write_through(live)
-        action = "adopted"
+        action, stored = "adopted", live
     live, removed, kept = await _remove_foreign_fields(
         client=client, cache=cache, desired=desired, live=live, manager=manager, tolerated=tolerated, history=history
     )
+    if removed:
+        stored = live
     if not removed and action != "adopted" and child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         return ChildOutcome(desired, "unchanged", kept=kept)
     if not child_matches(desired.obj, live, ignore=desired.foreign_after_create):
         stored, _ = await client.apply(desired.kind, apply_body(desired, live, manager=manager), field_manager=manager)
         cache.write_through(stored)
-    return ChildOutcome(desired, action, removed, kept)
+    return ChildOutcome(desired, action, removed, kept, stored=stored)
 
 
 async def _remove_foreign_fields(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from reconciler.modelbooster.kinds import MODEL_SERVING
+from reconciler.modelbooster.wiring import PEER as MODELBOOSTER
 from tests.reconciler.harness import (
     Cluster,
     RunningReconciler,
@@ -165,3 +166,36 @@ async def test_a_field_someone_keeps_re_adding_is_given_up_after_three_removals(
     await eventually(lambda: cluster.events("ForeignFieldsKept"))
     assert "hostNetwork (set by policy-engine)" in cluster.events("ForeignFieldsKept")[0]["message"]
     assert role((cluster.get(MODEL_SERVING, "m-a") or {})["spec"])["spec"]["hostNetwork"] is True
+
+
+async def test_an_edit_between_the_removal_and_the_template_record_is_removed_too(
+    cluster: Cluster, reconciler: RunningReconciler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone edits the template again just after our corrective write, and the watch brings their edit before
+    the reconcile records the digest of what the server stored. What is recorded is our write, never the cache's
+    newer object: their edit is not taken for ours (and kept), it is removed by the next reconcile."""
+    workers = [{"type": "server", "image": "vllm/vllm-openai:v0.10.1", "replicas": 1, "pods": 1,
+                "resources": {"limits": {"cpu": "4", "memory": "16Gi"}}}]  # fmt: skip
+    cluster.create_booster(booster("m", backend("a", workers=workers)))
+    await converged(cluster, reconciler)
+    before = cluster.get(MODEL_SERVING, "m-a")
+    assert before is not None
+    servings = reconciler.process.registered_by(MODELBOOSTER).reconciler.children[MODEL_SERVING]
+    original = reconciler.client.patch
+    raced: list[str] = []
+
+    async def patch(kind: Any, namespace: Any, name: str, body: Any, **kwargs: Any) -> dict[str, Any]:
+        stored = await original(kind, namespace, name, body, **kwargs)
+        if kind == MODEL_SERVING and not raced and "spec" in body:  # the removal patch, not the record's
+            edited = await tamper(cluster, extra_env, manager="kubectl-edit")
+            raced.append(edited["metadata"]["resourceVersion"])
+            await eventually(lambda: (servings.get("ns", "m-a") or {})["metadata"]["resourceVersion"] == raced[0])
+        return stored
+
+    monkeypatch.setattr(reconciler.client, "patch", patch)
+    await tamper(cluster, privileged)
+    await eventually(lambda: bool(raced), message="the edit raced the record")
+    await eventually(lambda: (cluster.get(MODEL_SERVING, "m-a") or {})["spec"] == before["spec"], message="removed")
+    messages = [event["message"] for event in cluster.events("ForeignFieldsRemoved")]
+    assert any("securityContext (set by kubectl-patch)" in m for m in messages), messages
+    assert any("env" in m and "(set by kubectl-edit)" in m for m in messages), messages
