@@ -87,6 +87,40 @@ def port_script(script: str) -> Callable[[int], str]:
     return render
 
 
+_DRAIN_SCRIPT: Final = """\
+while true; do
+  METRICS=$(curl -s --max-time 2 http://localhost:{port}/metrics)
+  if ! echo "$METRICS" | grep -q '^RUNNING_GAUGE[{{ ]'; then
+    echo "Terminating: Metrics endpoint unavailable, exiting preStop" >> /proc/1/fd/1
+    exit 0
+  fi
+  RUNNING=$(echo "$METRICS" | awk '/^RUNNING_GAUGE[{{ ]/ {{s += $NF}} END {{print s + 0}}')
+  WAITING=$(echo "$METRICS" | awk '/^WAITING_GAUGE[{{ ]/ {{s += $NF}} END {{print s + 0}}')
+  if [ "$RUNNING" = "0" ] && [ "$WAITING" = "0" ]; then
+    echo "Terminating: No active or waiting requests, safe to terminate" >> /proc/1/fd/1
+    exit 0
+  fi
+  echo "Terminating: Running: $RUNNING, Waiting: $WAITING" >> /proc/1/fd/1
+  sleep 5
+done
+"""
+
+
+def drain_script(*, running: str, waiting: str) -> Callable[[int], str]:
+    """The preStop script of an engine whose gauges `running` and `waiting` count the requests in flight, as a
+    function of its port: it polls /metrics every 5 s until both are 0, and gives up at once when the metrics are
+    unreachable (the pod stops anyway, at the latest when its grace period ends).
+
+    Each gauge is summed over its lines (one per engine core or scheduler process: data parallelism) and matched
+    by its exact name, since another gauge may start with it (vLLM 0.33.0's `vllm:num_requests_waiting_by_reason`).
+    Kthena's vLLM script compared the text of every line matching a prefix with "0.0", which several lines never
+    equal: it waited out the whole grace period at every stop (docs/engines.md)."""
+    for name in (running, waiting):
+        if not name or any(not (c.isalnum() or c in "_:") for c in name):
+            raise ValueError(f"a Prometheus metric name without regular-expression characters, got {name!r}")
+    return port_script(_DRAIN_SCRIPT.replace("RUNNING_GAUGE", running).replace("WAITING_GAUGE", waiting))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A worker's `config` as command-line options: the one renderer every engine uses (docs/design/synthesis.md §9).
 

@@ -125,4 +125,4 @@ def test_settings_config_map_uses_the_reconciler_keys_and_defaults(defaults: Ren
     assert data[KEY_RUNTIME_IMAGE] == DEFAULT_RUNTIME_IMAGE
     assert data[KEY_DOWNLOADER_IMAGE] == DEFAULT_DOWNLOADER_IMAGE
     assert [dict(e) for e in parse_engine_env(data[KEY_ENGINE_ENV])] == [dict(e) for e in DEFAULT_ENGINE_ENV]
-    assert json.loads(data[KEY_ENGINE_ENV])[0] == {"name": "VLLM_USE_V1", "value": "1"}
+    assert json.loads(data[KEY_ENGINE_ENV])[0]["name"] == "REDIS_HOST"

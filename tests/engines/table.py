@@ -27,6 +27,8 @@ class Measure(Enum):
     E2E = "end-to-end latency, seconds"  # histogram: one observation per request
     KV_CACHE = "KV-cache usage, 0..1"  # gauge
     WAITING = "requests waiting"  # gauge
+    DEFERRED = "requests waiting on a transient constraint (a LoRA budget, a KV transfer)"  # gauge
+    WAITING_FOR_CAPACITY = "requests waiting for scheduling capacity: the waiting less the deferred"  # gauge
     RUNNING = "requests running"  # gauge
 
 
@@ -93,6 +95,7 @@ class PodState:
     e2e_seconds: float = 0.0
     kv_cache: float = 0.0
     waiting: float = 0.0
+    deferred: float = 0.0  # of the waiting
     running: float = 0.0
 
 
@@ -108,6 +111,8 @@ def _value(measure: Measure, state: PodState) -> tuple[float, float]:
         Measure.E2E: (state.e2e_seconds, state.finished),
         Measure.KV_CACHE: (state.kv_cache, 0.0),
         Measure.WAITING: (state.waiting, 0.0),
+        Measure.DEFERRED: (state.deferred, 0.0),
+        Measure.WAITING_FOR_CAPACITY: (state.waiting - state.deferred, 0.0),
         Measure.RUNNING: (state.running, 0.0),
     }[measure]
 

@@ -2,7 +2,8 @@
 
 Every one is labelled `model_name` (the served model name) and `engine` (the engine core's index, "0" for a
 pod running one); `vllm:request_success` adds `finished_reason` (stop, length, abort, error, repetition).
-Counters are declared without `_total`, which prometheus_client adds on export.
+Counters are declared without `_total`, which prometheus_client adds on export. `vllm:num_requests_waiting_by_reason`
+splits the waiting by `reason` (capacity, deferred), which add up to `vllm:num_requests_waiting`.
 """
 
 from __future__ import annotations
@@ -21,5 +22,7 @@ TABLE: Final = EngineTable(engine="vLLM", version="0.33.0", model_label="model_n
         vllm:e2e_request_latency_seconds  histogram  E2E                    engine=0
         vllm:kv_cache_usage_perc          gauge      KV_CACHE               engine=0
         vllm:num_requests_waiting         gauge      WAITING                engine=0
+        vllm:num_requests_waiting_by_reason  gauge   WAITING_FOR_CAPACITY   engine=0 reason=capacity
+        vllm:num_requests_waiting_by_reason  gauge   DEFERRED               engine=0 reason=deferred
         vllm:num_requests_running         gauge      RUNNING                engine=0
     """), source="vllm/v1/metrics/loggers.py")  # fmt: skip

@@ -70,6 +70,17 @@ async def converged(cluster: Cluster, reconciler: RunningReconciler, name: str =
     await quiet(0.2)
 
 
+async def cpu_serving(cluster: Cluster, reconciler: RunningReconciler) -> dict[str, Any]:
+    """The converged ModelServing `m-a` of a ModelBooster with one CPU server worker."""
+    workers = [{"type": "server", "image": "vllm/vllm-openai:v0.10.1", "replicas": 1, "pods": 1,
+                "resources": {"limits": {"cpu": "4", "memory": "16Gi"}}}]  # fmt: skip
+    cluster.create_booster(booster("m", backend("a", workers=workers)))
+    await converged(cluster, reconciler)
+    serving = cluster.get(MODEL_SERVING, "m-a")
+    assert serving is not None
+    return serving
+
+
 def serving_writes(reconciler: RunningReconciler) -> list[tuple[str, str]]:
     return [(e.verb, e.name) for e in reconciler.writes() if e.resource == "modelservings"]
 
@@ -88,12 +99,7 @@ async def test_a_foreign_addition_is_removed_with_one_write_and_an_event(
     name: str, cluster: Cluster, reconciler: RunningReconciler
 ) -> None:
     tampering, path = TAMPERS[name]
-    workers = [{"type": "server", "image": "vllm/vllm-openai:v0.10.1", "replicas": 1, "pods": 1,
-                "resources": {"limits": {"cpu": "4", "memory": "16Gi"}}}]  # fmt: skip
-    cluster.create_booster(booster("m", backend("a", workers=workers)))
-    await converged(cluster, reconciler)
-    before = cluster.get(MODEL_SERVING, "m-a")
-    assert before is not None
+    before = await cpu_serving(cluster, reconciler)
     cluster.fake.requests.clear()
 
     tampered = await tamper(cluster, tampering)
@@ -174,12 +180,7 @@ async def test_an_edit_between_the_removal_and_the_template_record_is_removed_to
     """Someone edits the template again just after our corrective write, and the watch brings their edit before
     the reconcile records the digest of what the server stored. What is recorded is our write, never the cache's
     newer object: their edit is not taken for ours (and kept), it is removed by the next reconcile."""
-    workers = [{"type": "server", "image": "vllm/vllm-openai:v0.10.1", "replicas": 1, "pods": 1,
-                "resources": {"limits": {"cpu": "4", "memory": "16Gi"}}}]  # fmt: skip
-    cluster.create_booster(booster("m", backend("a", workers=workers)))
-    await converged(cluster, reconciler)
-    before = cluster.get(MODEL_SERVING, "m-a")
-    assert before is not None
+    before = await cpu_serving(cluster, reconciler)
     servings = reconciler.process.registered_by(MODELBOOSTER).reconciler.children[MODEL_SERVING]
     original = reconciler.client.patch
     raced: list[str] = []

@@ -129,7 +129,7 @@ def serving_writes(reconciler: RunningReconciler) -> list[Any]:
 async def test_taking_over_writes_no_pod_template_and_the_first_spec_change_rolls_once(
     case: str, bare: FakeApiServer, cluster: Cluster, start: Callable[..., Awaitable[RunningReconciler]]
 ) -> None:
-    crds, writer, _ = CASES[case]
+    crds, _, _ = CASES[case]
     created, serving_name = await seed(bare, cluster, case)
     name = created["metadata"]["name"]
     before = cluster.get(MODEL_SERVING, serving_name)
@@ -146,7 +146,9 @@ async def test_taking_over_writes_no_pod_template_and_the_first_spec_change_roll
     assert owner["controller"] is True
     assert ANNOTATION_TEMPLATE in after["metadata"]["annotations"]
     older = not is_subset(pod_shaping(current_rendering(cluster, name, crds)), pod_shaping(after))
-    assert older is (writer != "0.2.0")  # 0.2.0 rendered as this version does (so far)
+    # Every earlier rendering is an older one, 0.2.0's too: this version leaves out Kthena's VLLM_USE_V1, which
+    # vLLM 0.33.0 no longer knows (docs/design/synthesis.md §10). Kept as it runs all the same.
+    assert older
     assert cluster.condition(name, "UpToDate") == ("False" if older else "True")
     assert reconciler.metric("modelbooster_servings_older_rendering", namespace=NS) == int(older)
     assert [e["reason"] for e in cluster.events("TakenOver")] == ["TakenOver"]

@@ -43,7 +43,8 @@ def recorded(cluster: Cluster) -> str | None:
 
 
 def serving_requests(cluster: Cluster) -> list[tuple[str, int]]:
-    return [(r.verb, r.status) for r in cluster.fake.requests.entries() if r.resource == "modelservings" and r.name == "m-a"]
+    entries = cluster.fake.requests.entries()
+    return [(r.verb, r.status) for r in entries if r.resource == "modelservings" and r.name == "m-a"]
 
 
 async def test_the_record_lands_on_the_object_our_write_returned(

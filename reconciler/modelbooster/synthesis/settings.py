@@ -23,9 +23,9 @@ def _config_map_ref(name: str, key: str) -> dict[str, Any]:
 
 # Appended to every engine and runtime container after the backend's own env (docs/design/synthesis.md §10).
 # POD_NAME and NAMESPACE are not here: the runtime's `--pod $(POD_NAME).$(NAMESPACE)` needs them, so they are
-# not a setting.
+# not a setting. Kthena's `VLLM_USE_V1=1` is not either: vLLM 0.33.0 knows no such variable (V1 is its only
+# engine) and warns of it at start, or refuses to start under `--fail-on-environ-validation` (docs/engines.md).
 DEFAULT_ENGINE_ENV: tuple[Mapping[str, Any], ...] = (
-    {"name": "VLLM_USE_V1", "value": "1"},
     _config_map_ref("redis-config", "REDIS_HOST"),
     _config_map_ref("redis-config", "REDIS_PORT"),
     {

@@ -13,7 +13,8 @@ from typing import Any, Final
 from kubernetes.client import V1EnvVar
 
 from shared.engine_config import CONFIG_KEY_SERVED_MODEL_NAME
-from shared.engines.engine import Engine, Launch, LoraCall, config_args, option_name, port_script, sets_option
+from shared.engines.engine import Engine, Launch, LoraCall, config_args, option_name, sets_option
+from shared.engines.engine import drain_script as engine_drain_script
 from shared.engines.sglang.series import SGLANG as SGLANG_SERIES
 
 VERSION: Final = "0.5.23"
@@ -41,26 +42,8 @@ NEGATABLE_FLAGS: Final = frozenset(
 )
 ENABLE_LORA: Final = "enable-lora"
 
-# Waits for in-flight requests before the engine stops; gives up when metrics are unreachable. SGLang's gauges
-# may come in several series (one per scheduler process), so their values are summed.
-DRAIN_SCRIPT: Final = """\
-while true; do
-  METRICS=$(curl -s --max-time 2 http://localhost:{port}/metrics)
-  if ! echo "$METRICS" | grep -q '^sglang:num_running_reqs'; then
-    echo "Terminating: Metrics endpoint unavailable, exiting preStop" >> /proc/1/fd/1
-    exit 0
-  fi
-  RUNNING=$(echo "$METRICS" | awk '/^sglang:num_running_reqs/ {{s += $NF}} END {{print s + 0}}')
-  WAITING=$(echo "$METRICS" | awk '/^sglang:num_queue_reqs/ {{s += $NF}} END {{print s + 0}}')
-  if [ "$RUNNING" = "0" ] && [ "$WAITING" = "0" ]; then
-    echo "Terminating: No active or waiting requests, safe to terminate" >> /proc/1/fd/1
-    exit 0
-  fi
-  echo "Terminating: Running: $RUNNING, Waiting: $WAITING" >> /proc/1/fd/1
-  sleep 5
-done
-"""
-drain_script: Final = port_script(DRAIN_SCRIPT)
+# Waits for the requests these gauges count before the engine stops (engine.drain_script).
+drain_script: Final = engine_drain_script(running="sglang:num_running_reqs", waiting="sglang:num_queue_reqs")
 
 
 def _options(launch: Launch) -> dict[str, Any]:

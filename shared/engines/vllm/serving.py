@@ -1,7 +1,8 @@
 """vLLM as we launch it; every fact read from vLLM 0.33.0 (its wheel's source), the release named in `VERSION`.
 
-The command, the multi-node script and the drain script are those of the ModelServings already running: a
-change here changes their pod templates (kept until their owners ask: docs/design/reconciler.md §16).
+The command and the multi-node script are those of the ModelServings already running (Kthena's); the drain
+script is ours (engine.drain_script: Kthena's waited out the grace period on vLLM 0.33.0). A change here changes
+the pod templates (the running ones kept until their owners ask: docs/design/reconciler.md §16).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from kubernetes.client import V1EnvVar
 
 from shared.constants import ENV_ALLOW_RUNTIME_LORA_UPDATING
 from shared.engine_config import CONFIG_KEY_SERVED_MODEL_NAME
-from shared.engines.engine import Engine, Launch, LoraCall, config_args, port_script
+from shared.engines.engine import Engine, Launch, LoraCall, config_args
+from shared.engines.engine import drain_script as engine_drain_script
 from shared.engines.vllm.series import VLLM as VLLM_SERIES
 from shared.naming import ray_worker_container_name
 
@@ -129,27 +131,9 @@ NEGATABLE_FLAGS: Final = frozenset(
     }
 )
 
-# Waits for in-flight requests before the engine stops; gives up when metrics are unreachable
-# (the newer line's script, on the engine port). vLLM's gauges: vllm/v1/metrics/loggers.py.
-DRAIN_SCRIPT: Final = """\
-while true; do
-  METRICS=$(curl -s --max-time 2 http://localhost:{port}/metrics)
-  RUNNING=$(echo "$METRICS" | grep 'vllm:num_requests_running' | grep -v '#' | awk '{{print $2}}' || true)
-  WAITING=$(echo "$METRICS" | grep 'vllm:num_requests_waiting' | grep -v '#' | awk '{{print $2}}' || true)
-  if [ -z "$RUNNING" ]; then
-    echo "Terminating: Metrics endpoint unavailable, exiting preStop" >> /proc/1/fd/1
-    exit 0
-  fi
-  if [ "$RUNNING" = "0.0" ] && [ "$WAITING" = "0.0" ]; then
-    echo "Terminating: No active or waiting requests, safe to terminate" >> /proc/1/fd/1
-    exit 0
-  else
-    echo "Terminating: Running: $RUNNING, Waiting: $WAITING" >> /proc/1/fd/1
-    sleep 5
-  fi
-done
-"""
-drain_script: Final = port_script(DRAIN_SCRIPT)
+# Waits for the requests these gauges count before the engine stops (engine.drain_script); the gauges are
+# vllm/v1/metrics/loggers.py's.
+drain_script: Final = engine_drain_script(running="vllm:num_requests_running", waiting="vllm:num_requests_waiting")
 
 
 def lora_args(loras: Sequence[tuple[str, str]]) -> list[str]:

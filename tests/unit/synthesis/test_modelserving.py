@@ -120,17 +120,23 @@ def test_only_the_decode_runtime_gets_env_from() -> None:
 
 def test_a_backend_env_wins_over_the_default_engine_env() -> None:
     # Kubernetes lets the last duplicate win; the reference appended its defaults after the user's.
-    serving = _serving(env=[{"name": "VLLM_USE_V1", "value": "0"}])
+    serving = _serving(env=[{"name": "REDIS_PORT", "value": "6380"}])
     env = container(entry_pod(serving), "engine")["env"]
-    assert [e for e in env if e["name"] == "VLLM_USE_V1"] == [{"name": "VLLM_USE_V1", "value": "0"}]
+    assert [e for e in env if e["name"] == "REDIS_PORT"] == [{"name": "REDIS_PORT", "value": "6380"}]
     assert [e["name"] for e in env] == [
-        "VLLM_USE_V1",
+        "REDIS_PORT",
         "POD_NAME",
         "NAMESPACE",
         "REDIS_HOST",
-        "REDIS_PORT",
         "REDIS_PASSWORD",
     ]
+
+
+def test_no_default_engine_env_is_unknown_to_the_vllm_release_we_render_for() -> None:
+    """vLLM warns of every `VLLM_*` variable it does not know at start, and refuses to start with
+    `--fail-on-environ-validation`: Kthena's `VLLM_USE_V1` is gone from vLLM 0.33.0 and not a default here."""
+    env = container(entry_pod(_serving()), "engine")["env"]
+    assert [e["name"] for e in env if e["name"].startswith("VLLM_")] == []
 
 
 def test_settings_choose_images_and_default_engine_env() -> None:
