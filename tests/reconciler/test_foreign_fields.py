@@ -197,6 +197,10 @@ async def test_an_edit_between_the_removal_and_the_template_record_is_removed_to
     await tamper(cluster, privileged)
     await eventually(lambda: bool(raced), message="the edit raced the record")
     await eventually(lambda: (cluster.get(MODEL_SERVING, "m-a") or {})["spec"] == before["spec"], message="removed")
-    messages = [event["message"] for event in cluster.events("ForeignFieldsRemoved")]
-    assert any("securityContext (set by kubectl-patch)" in m for m in messages), messages
-    assert any("env" in m and "(set by kubectl-edit)" in m for m in messages), messages
+
+    def removals() -> list[str]:
+        return [event["message"] for event in cluster.events("ForeignFieldsRemoved")]
+
+    # The Event follows the write that removed the edit: posted after it, so waited for.
+    await eventually(lambda: any("env" in m and "(set by kubectl-edit)" in m for m in removals()), message="its Event")
+    assert any("securityContext (set by kubectl-patch)" in m for m in removals()), removals()
