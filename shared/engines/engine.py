@@ -94,8 +94,8 @@ while true; do
     echo "Terminating: Metrics endpoint unavailable, exiting preStop" >> /proc/1/fd/1
     exit 0
   fi
-  RUNNING=$(echo "$METRICS" | awk '/^RUNNING_GAUGE[{{ ]/ {{s += $NF}} END {{print s + 0}}')
-  WAITING=$(echo "$METRICS" | awk '/^WAITING_GAUGE[{{ ]/ {{s += $NF}} END {{print s + 0}}')
+  RUNNING=$(echo "$METRICS" | awk '/^RUNNING_GAUGE[{{ ]/PARTS {{s += $NF}} END {{print s + 0}}')
+  WAITING=$(echo "$METRICS" | awk '/^WAITING_GAUGE[{{ ]/PARTS {{s += $NF}} END {{print s + 0}}')
   if [ "$RUNNING" = "0" ] && [ "$WAITING" = "0" ]; then
     echo "Terminating: No active or waiting requests, safe to terminate" >> /proc/1/fd/1
     exit 0
@@ -106,7 +106,7 @@ done
 """
 
 
-def drain_script(*, running: str, waiting: str) -> Callable[[int], str]:
+def drain_script(*, running: str, waiting: str, parts_label: str | None = None) -> Callable[[int], str]:
     """The preStop script of an engine whose gauges `running` and `waiting` count the requests in flight, as a
     function of its port: it polls /metrics every 5 s until both are 0, and gives up at once when the metrics are
     unreachable (the pod stops anyway, at the latest when its grace period ends).
@@ -114,11 +114,17 @@ def drain_script(*, running: str, waiting: str) -> Callable[[int], str]:
     Each gauge is summed over its lines (one per engine core or scheduler process: data parallelism) and matched
     by its exact name, since another gauge may start with it (vLLM 0.33.0's `vllm:num_requests_waiting_by_reason`).
     Kthena's vLLM script compared the text of every line matching a prefix with "0.0", which several lines never
-    equal: it waited out the whole grace period at every stop (docs/engines.md)."""
-    for name in (running, waiting):
+    equal: it waited out the whole grace period at every stop (docs/engines.md).
+
+    `parts_label`: a label under which the engine may also break a gauge down (SGLang's `priority`), its total
+    then under the empty value; the parts are left out of the sum, so the log counts each request once."""
+    for name in (running, waiting, *((parts_label,) if parts_label is not None else ())):
         if not name or any(not (c.isalnum() or c in "_:") for c in name):
-            raise ValueError(f"a Prometheus metric name without regular-expression characters, got {name!r}")
-    return port_script(_DRAIN_SCRIPT.replace("RUNNING_GAUGE", running).replace("WAITING_GAUGE", waiting))
+            raise ValueError(f"a Prometheus name without regular-expression characters, got {name!r}")
+    # Within the script's `str.format` template, so its brace doubled.
+    parts = " && !/[{{,]" + parts_label + '="[^"]/' if parts_label else ""
+    script = _DRAIN_SCRIPT.replace("RUNNING_GAUGE", running).replace("WAITING_GAUGE", waiting)
+    return port_script(script.replace("PARTS", parts))
 
 
 # ---------------------------------------------------------------------------------------------------------------

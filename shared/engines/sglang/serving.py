@@ -43,7 +43,9 @@ NEGATABLE_FLAGS: Final = frozenset(
 ENABLE_LORA: Final = "enable-lora"
 
 # Waits for the requests these gauges count before the engine stops (engine.drain_script).
-drain_script: Final = engine_drain_script(running="sglang:num_running_reqs", waiting="sglang:num_queue_reqs")
+drain_script: Final = engine_drain_script(
+    running="sglang:num_running_reqs", waiting="sglang:num_queue_reqs", parts_label="priority"
+)
 
 
 def _options(launch: Launch) -> dict[str, Any]:

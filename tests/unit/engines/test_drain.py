@@ -168,13 +168,18 @@ def test_requests_deferred_by_vllm_are_waited_for(serve: Any, drain: Any) -> Non
     assert "Running: 0, Waiting: 1" in running.wait()
 
 
-def test_sglangs_priority_breakdown_is_waited_for(serve: Any, drain: Any) -> None:
-    metrics = Metrics(sglang_0_5_23.TABLE, {"0": PodState(running=1)}, "tp_rank", shares={"0": 0.5, "1": 0.5})
+def test_sglangs_priority_breakdown_is_waited_for_and_counted_once(serve: Any, drain: Any) -> None:
+    """With priority scheduling SGLang exports each queue gauge's total under `priority=""` and its parts under
+    each priority: the total is what counts."""
+    metrics = Metrics(sglang_0_5_23.TABLE, {"0": PodState(running=2, waiting=4)}, "tp_rank",
+                      shares={"0": 0.5, "1": 0.5})  # fmt: skip
     running = drain(SGLANG, serve(metrics))
     until(lambda: metrics.requests >= 2)
     assert running.process.poll() is None
     metrics.cores["0"] = PodState()
-    assert "safe to terminate" in running.wait()
+    log = running.wait()
+    assert "Running: 2, Waiting: 4" in log
+    assert "safe to terminate" in log
 
 
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
@@ -196,3 +201,5 @@ def test_the_rendered_pods_run_the_engines_script() -> None:
 def test_a_gauge_name_is_never_a_pattern() -> None:
     with pytest.raises(ValueError, match="regular-expression"):
         drain_script(running="vllm:num.*", waiting="vllm:num_requests_waiting")
+    with pytest.raises(ValueError, match="regular-expression"):
+        drain_script(running="a", waiting="b", parts_label="priority|x")
