@@ -395,6 +395,12 @@ def widget_patch_types(r: Recorder) -> None:
         "merge patch invalid result", "PATCH", widgets(r, "w"), body={"spec": {"replicas": 99}}, content_type=MERGE
     )
     r.request("patch missing", "PATCH", widgets(r, "missing"), body={"spec": {}}, content_type=MERGE)
+    # A merge patch carrying metadata.resourceVersion is conditional on it (the template record relies on it).
+    current = rv(r.send("GET", widgets(r, "w")).body)
+    r.request("merge on the current resourceVersion", "PATCH", widgets(r, "w"), content_type=MERGE,
+              body={"metadata": {"resourceVersion": current, "annotations": {"recorded": "yes"}}})  # fmt: skip
+    r.request("merge on a stale resourceVersion", "PATCH", widgets(r, "w"), content_type=MERGE,
+              body={"metadata": {"resourceVersion": current, "annotations": {"recorded": "again"}}})  # fmt: skip
     r.request("unsupported content type", "PATCH", widgets(r, "w"), body="{}", content_type="text/plain")
 
 
